@@ -49,6 +49,11 @@ export interface TxStatusReader {
    * market's); undefined when the service does not hold the wallet or the fees cannot be read.
    */
   readonly replacement?: ((tx: SignedTx) => Promise<SignedTx | undefined>) | undefined;
+  /**
+   * The timestamp (Unix seconds) of the node's latest block: the chain's clock, the one EAS checks a delegated
+   * signature's deadline against; undefined when it cannot be read. Absent: no deadline is ever found passed.
+   */
+  readonly chainTime?: (() => Promise<bigint | undefined>) | undefined;
 }
 
 /** Where a submission stands while it is not settled. */

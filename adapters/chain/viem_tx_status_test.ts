@@ -118,3 +118,12 @@ describe("createViemTxStatusReader(): rebroadcast through viem's client, as buil
     expect(sends).toHaveLength(1);
   });
 });
+
+describe("createViemTxStatusReader(): the chain's clock", () => {
+  test("chainTime is the latest block's timestamp; undefined when the node has no answer", async () => {
+    expect(await fakeNode({ eth_getBlockByNumber: [{ number: "0xc", timestamp: "0x77359401" }] }).reader.chainTime!()).toBe(2_000_000_001n);
+    expect(await fakeNode({ eth_getBlockByNumber: [null] }).reader.chainTime!()).toBeUndefined();
+    // A node that fails the call (fakeNode throws for a method it does not know).
+    expect(await fakeNode({}).reader.chainTime!()).toBeUndefined();
+  });
+});

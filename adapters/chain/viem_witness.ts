@@ -48,7 +48,7 @@ export function createViemWitnessWriter(options: {
  * is read again after the nonce (the receipt, then the transaction), so one mined in between is never reported
  * replaced. With the stored transaction, a hash the node does not know is checked against the wallet's nonce too:
  * "not-found" then means its nonce is still free, and `rebroadcast` sends the stored bytes again through the
- * wallet's sender.
+ * wallet's sender. `chainTime` is the latest block's timestamp, the clock EAS checks a signature's deadline against.
  */
 export function createViemTxStatusReader(options: {
   client: PublicClient;
@@ -114,6 +114,15 @@ export function createViemTxStatusReader(options: {
       }
     },
     replacement: async (tx: SignedTx) => await options.senderOf?.(tx.wallet)?.replacement(tx),
+    async chainTime() {
+      try {
+        const block = await client.request({ method: "eth_getBlockByNumber", params: ["latest", false] });
+        return block ? BigInt(block.timestamp) : undefined;
+      } catch (error) {
+        log("rpc_error", { op: "getBlockByNumber", error: describe(error) });
+        return undefined;
+      }
+    },
     async rebroadcast(tx: SignedTx): Promise<Rebroadcast> {
       const sender = options.senderOf?.(tx.wallet);
       if (sender !== undefined) return await sender.rebroadcast(tx);

@@ -17,7 +17,8 @@
  *   `lostAfterMs` when the node does not know the hash, as before;
  * - unknown to the node while every resend of its bytes gets no verdict (-32603, a rate limit, no answer): left for
  *   the next round, and released once that has lasted `lostAfterMs` without a break (counted by this reconciler from
- *   the first such round; a restart counts again, the safe way);
+ *   the first such round; a restart counts again, the safe way); one whose signatures carry a deadline, only once the
+ *   chain's latest block is past it, the transaction still unknown (`_signed_deadline.ts`: then nothing can land);
  * - an RPC failure: left for the next round;
  * - still pending (held by the node, nonce free) after `bumpAfterMs` since it (or its last replacement) was
  *   signed: a replacement with the same nonce and fees raised at least 12.5% (and to the market's) is signed,
@@ -33,6 +34,7 @@ import type { SponsoredWriteLedger } from "../../ports/accounts.ts";
 import type { ReplayStore } from "../../ports/replay_store.ts";
 import type { OpenSubmission, SignedTx, SubmissionBook, TxStatusReader } from "../../ports/submissions.ts";
 import type { TxReplacement, TxReplacementStore } from "../../ports/tx_replacements.ts";
+import { chainPassed, signedDeadline } from "./_signed_deadline.ts";
 import { delegatedWriteSpent, nonceMovedPast } from "./sponsored_write_spent.ts";
 
 /** What one reconciliation round did. */
@@ -52,7 +54,7 @@ export type SubmissionReconcilerDeps = {
   readonly graceMs: number;
   /**
    * Hash-only rows (no stored bytes) unknown to the node are released once older than this; rows whose resends get no
-   * verdict, once that has lasted this long.
+   * verdict and whose transaction carries no deadline, once that has lasted this long.
    */
   readonly lostAfterMs: number;
   /** Fee bumps: where replacements are kept, and how long a transaction may stay pending before one. Absent: none. */
@@ -311,7 +313,9 @@ async function settleNotFound(round: Reconciling, book: SubmissionBook, row: Ope
     // a rebroadcast is, after an earlier transaction of ours (as a refusal is).
     const since = round.silentSince.get(key) ?? now;
     round.silentSince.set(key, since);
-    if (now - since >= deps.lostAfterMs) {
+    // One whose signatures carry a deadline: once the chain passed it, never on the silence alone (decisions §15).
+    const deadline = signedDeadline(latest.raw);
+    if (deadline === undefined ? now - since >= deps.lostAfterMs : await chainPassed(deps.txStatus, { tx: latest, deadline })) {
       if ((await earlier(round, book, row, txs.superseded)) !== "none") return;
       return await release(round, book, row);
     }

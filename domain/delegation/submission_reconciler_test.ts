@@ -1,7 +1,9 @@
 import { describe, expect, test } from "bun:test";
+import { encodeFunctionData, serializeTransaction } from "viem";
 import type { HexString, SignedTx } from "../../ports/eas.ts";
 import { fakeClock, fakeEasReader, fakeReplayStore, fakeTxReplacements, fakeWriteLedger } from "../../ports/fakes/mod.ts";
 import type { Rebroadcast, TxStatus } from "../../ports/submissions.ts";
+import { EAS_ABI } from "../eas_abi.ts";
 import { createSubmissionReconciler, replayBook, witnessBook } from "./submission_reconciler.ts";
 
 const tx = (name: string, nonce: number): SignedTx => ({
@@ -607,5 +609,149 @@ describe("sponsored writes on several chains (decisions §30)", () => {
     expect((await ledger.find("w-b"))?.state).toBe("broadcast");
     await on(31338, false, chainB)({});
     expect(await ledger.find("w-b")).toMatchObject({ state: "committed", txHash: "0xb1", blockNumber: 9n, chainId: 31338 });
+  });
+});
+
+describe("a lost transaction carrying a signed deadline, whose resends get no verdict", () => {
+  const EAS_ADDRESS = "0x5FbDB2315678afecb367f032d93F642f64180aa3" as HexString;
+  const SCHEMA = `0x${"5c".repeat(32)}` as HexString;
+  const ZERO = `0x${"00".repeat(32)}` as HexString;
+  const data = { recipient: EAS_ADDRESS, expirationTime: 0n, revocable: true, refUID: ZERO, data: "0x1234" as HexString, value: 0n };
+  const signature = { v: 27, r: `0x${"01".repeat(32)}` as HexString, s: `0x${"11".repeat(32)}` as HexString };
+  const attester = "0x00000000000000000000000000000000000000a1" as HexString;
+  const DEADLINE = 2_000_000_000n;
+
+  /** A stored transaction carrying `data` (unsigned bytes suffice: only its calldata is read). */
+  const stored = (name: string, nonce: number, call: HexString): SignedTx => ({
+    txHash: `0x${name}` as HexString,
+    raw: serializeTransaction({ chainId: 1, type: "eip1559", nonce, to: EAS_ADDRESS, data: call, gas: 300_000n, maxFeePerGas: 2n, maxPriorityFeePerGas: 1n }),
+    wallet: "0x00000000000000000000000000000000000000aa",
+    nonce,
+  });
+  const delegatedTx = (name: string, nonce: number, deadline: bigint) =>
+    stored(name, nonce, encodeFunctionData({ abi: EAS_ABI, functionName: "attestByDelegation", args: [{ schema: SCHEMA, data, signature, attester, deadline }] }));
+  const batchTx = (name: string, nonce: number, deadlines: bigint[]) =>
+    stored(name, nonce, encodeFunctionData({
+      abi: EAS_ABI,
+      functionName: "multiAttestByDelegation",
+      args: [deadlines.map((deadline) => ({ schema: SCHEMA, data: [data], signatures: [signature], attester, deadline }))],
+    }));
+  const witnessTx = (name: string, nonce: number) =>
+    stored(name, nonce, encodeFunctionData({ abi: EAS_ABI, functionName: "attest", args: [{ schema: SCHEMA, data }] }));
+
+  /** Every hash unknown with its nonce free, every resend no verdict; the latest block's timestamp as set (counted). */
+  function silentChain() {
+    const chain = {
+      ...fakeChain({}, "rpc-error"),
+      time: undefined as bigint | undefined,
+      timeReads: 0,
+      onTimeRead: () => {},
+      chainTime() {
+        chain.timeReads++;
+        chain.onTimeRead();
+        return Promise.resolve(chain.time);
+      },
+    };
+    return chain;
+  }
+
+  async function relayRecord(replay: ReturnType<typeof fakeReplayStore>, key: string, signed: SignedTx) {
+    await replay.claim({ ...claim(key, 0n, 0), deadline: DEADLINE });
+    await replay.markSigned(1, key, signed);
+    await replay.markSent(1, key);
+  }
+
+  test("a relay record with a future deadline is kept open past lostAfterMs, then released once the chain's latest block is past its deadline", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = fakeReplayStore();
+    await relayRecord(replay, "signed", delegatedTx("signed", 0, DEADLINE));
+    const chain = silentChain();
+    chain.time = DEADLINE - 600n;
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    // Silent for far longer than lostAfterMs: it could still land, so it is never released on that.
+    for (const at of [1_600_000, 2_000_000, 5_000_000]) {
+      clock.set(at);
+      expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    }
+    // The wall clock past the deadline proves nothing: the chain's clock is what EAS checks.
+    clock.set(Number(DEADLINE + 3_600n) * 1000);
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    // A block at the deadline still takes it (EAS refuses only `deadline < block.timestamp`), and a failed read says nothing.
+    chain.time = DEADLINE;
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    chain.time = undefined;
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    expect(await replay.find(1, "signed")).toMatchObject({ state: "sent" });
+    // The latest block past the deadline, nothing on chain: no block to come can hold it.
+    chain.time = DEADLINE + 1n;
+    expect(await reconcile()).toMatchObject({ released: 1, open: 0 });
+    expect(await replay.find(1, "signed")).toBeUndefined();
+  });
+
+  test("the deadline is the chain's, read before the transaction is asked about again: one mined in between is not released", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = fakeReplayStore();
+    await relayRecord(replay, "late", delegatedTx("late", 0, DEADLINE));
+    const chain = silentChain();
+    chain.time = DEADLINE + 12n;
+    // Mined in the last block at or before the deadline, between the round's first read and the block's.
+    chain.onTimeRead = () => void (chain.statuses["0xlate"] = { status: "success", blockNumber: 5n, uid: `0x${"5".repeat(64)}` });
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    expect(await reconcile()).toMatchObject({ mined: 1, released: 0 });
+    expect(await replay.find(1, "late")).toMatchObject({ state: "mined", uid: `0x${"5".repeat(64)}` });
+  });
+
+  test("a batch's transaction is held until the chain passed its earliest deadline; a deadline of 0 (none in EAS) does not count", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = fakeReplayStore();
+    await relayRecord(replay, "batch", batchTx("batch", 0, [0n, DEADLINE + 100n, DEADLINE]));
+    const chain = silentChain();
+    chain.time = DEADLINE;
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    clock.set(5_000_000);
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    chain.time = DEADLINE + 1n;
+    expect(await reconcile()).toMatchObject({ released: 1 });
+  });
+
+  test("records with no deadline keep the silence release: a signature whose deadline is 0, a witness's own attest", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = fakeReplayStore();
+    await relayRecord(replay, "no-deadline", delegatedTx("no-deadline", 0, 0n));
+    const ledger = fakeWriteLedger();
+    await ledger.reserve({ id: "witness", accountId: "a", year: 2026, fingerprint: "f", createdAtMs: 0 }, 3);
+    await ledger.markSigned("witness", witnessTx("witness", 1), 0);
+    await ledger.markSent("witness", 0);
+    // The chain's clock never reaches any deadline: only the silence can release these.
+    const chain = silentChain();
+    chain.time = 0n;
+    const reconcile = createSubmissionReconciler({
+      chainId: 1, books: [replayBook(replay, 1), witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000,
+    });
+    expect(await reconcile()).toMatchObject({ released: 0, open: 2 });
+    clock.set(1_600_000);
+    expect(await reconcile()).toMatchObject({ released: 2, open: 0 });
+    expect([await replay.find(1, "no-deadline"), (await ledger.find("witness"))?.state]).toEqual([undefined, "released"]);
+    expect(chain.timeReads).toBe(0);
+  });
+
+  test("a private relay's sponsored write carries its signature's deadline: held as the relay record is, given back once the chain passed it", async () => {
+    const clock = fakeClock(1_000_000);
+    const ledger = fakeWriteLedger();
+    await ledger.reserve({ id: "private", accountId: "a", year: 2026, fingerprint: "f", createdAtMs: 0 }, 3);
+    await ledger.markSigned("private", delegatedTx("private", 0, DEADLINE), 0);
+    await ledger.markSent("private", 0);
+    const chain = silentChain();
+    chain.time = DEADLINE - 1n;
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    clock.set(5_000_000);
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    expect((await ledger.find("private"))?.state).toBe("broadcast");
+    chain.time = DEADLINE + 1n;
+    expect(await reconcile()).toMatchObject({ released: 1 });
+    expect((await ledger.find("private"))?.state).toBe("released");
   });
 });
