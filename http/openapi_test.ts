@@ -10,11 +10,16 @@ import { Value } from "@sinclair/typebox/value";
 import { silentLogger } from "../adapters/observability/mod.ts";
 import { createReadNonce, parseDelegatedRequest } from "../domain/delegation/mod.ts";
 import { createOAuth, readApiClientMetadata, readPublicClientMetadata } from "../domain/oauth/mod.ts";
-import { fakeAccessTokenKeys, fakeAccountStore, fakeClock, fakeEasReader, fakeOAuthStore, fakeRandom, fakeWriteLedger, fakeMcpSessions } from "../ports/fakes/mod.ts";
+import { fakeAccessTokenKeys, fakeAccountStore, fakeClock, fakeEasReader, fakeOAuthStore, fakeRandom, fakeReplayStore, fakeSubmissionRecords, fakeWriteLedger, fakeMcpSessions } from "../ports/fakes/mod.ts";
 import { ApiClientBody, OAuthRegisterBody, PrivateRelayBody, type RequestModels } from "./models.ts";
 import { createMcpEndpoint } from "./routes/mcp/mod.ts";
 import { MAX_BODY_BYTES } from "./routes/request.ts";
-import { minimalAppDeps } from "./testing.ts";
+import { minimalAppDeps, testPaymentGate, testPaymentHeader, trackedRelayDeps } from "./testing.ts";
+import { Elysia } from "elysia";
+import { openSqliteStorage } from "../adapters/sqlite/mod.ts";
+import { IDEMPOTENCY_LEASE_MS } from "../domain/idempotency/mod.ts";
+import { fail } from "../domain/result.ts";
+import { privateRelayRoutes } from "./routes/delegation/mod.ts";
 import { createApp } from "./app.ts";
 import { buildOpenApi, operationIdOf } from "./openapi.ts";
 import { ROUTE_DOCS } from "./route_docs.ts";
@@ -397,5 +402,112 @@ describe("/docs", () => {
       `default-src 'none'; style-src 'sha256-${createHash("sha256").update(API_PAGE_STYLE).digest("base64")}'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
     );
     expect([res.headers.get("x-frame-options"), res.headers.get("x-content-type-options")]).toEqual(["DENY", "nosniff"]);
+  });
+});
+
+// Found in review: the paid relay alias declared no 5xx, though it answers every one the private relay's use case
+// gives. Each relay route is driven here with a use case that gives each 5xx in turn, and must publish that status
+// naming the code; every route that takes x402 payments publishes the gate's own 503 SIGNER_UNAVAILABLE.
+describe("the relays publish every 5xx their routes answer", () => {
+  const A = "0x00000000000000000000000000000000000000a1";
+  const BODY = { attester: A, signature: "0xdeadbeef", prepared: { delegatedRequest: { schema: `0x${"ab".repeat(32)}`, deadline: "1800000000" } } };
+  const HASH = `0x${"ab".repeat(32)}`;
+  /** Each 5xx a relay's use case answers (domain/delegation/); the private relay's lookups add 502 NETWORK_ERROR. */
+  const RELAY_5XX: { code: string; message: string; details?: string; unavailable?: true; retryAfterSeconds?: number }[] = [
+    fail("NO_DELEGATE_KEY", "x"),
+    fail("RPC_ERROR", "x"),
+    fail("SUBMISSION_FAILED", "x", HASH),
+    fail("INTERNAL_ERROR", "x"),
+    fail("MAINNET_NOT_SUPPORTED", "x"),
+    { ...fail("SUBMISSION_FAILED", "x"), unavailable: true },
+    fail("OUTCOME_UNKNOWN", "x", HASH),
+    { ...fail("SIGNER_UNAVAILABLE", "x"), unavailable: true, retryAfterSeconds: 5 },
+  ];
+  const PRIVATE_5XX = [...RELAY_5XX, fail("NETWORK_ERROR", "x")];
+  const published = buildOpenApi(ROUTE_DOCS, { title: "t", version: "1", serverUrl: "http://localhost" }) as unknown as {
+    paths: Record<string, Record<string, { responses: Record<string, { description?: string }> }>>;
+  };
+  /** `answer`'s status and code, unless it is a 5xx with `expected` (when given) the route publishes naming its code. */
+  const undeclared = async (path: string, answer: Response, expected?: string): Promise<string[]> => {
+    const { code } = (await answer.json()) as { code: string };
+    if (answer.status < 500 || (expected !== undefined && code !== expected)) return [`POST ${path}: ${answer.status} ${code}, not ${expected}`];
+    const description = published.paths[path]?.post?.responses[String(answer.status)]?.description ?? "";
+    return description.includes(code) ? [] : [`POST ${path}: ${answer.status} ${code}`];
+  };
+  const post = (headers: Record<string, string> = {}, body: unknown = BODY) =>
+    ({ method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+
+  /** The private relay's routes over a use case answering `current.failure`, sessions and x402 both taken. */
+  async function privateRelay(current: { failure: unknown }, extra: { signerReady?: () => Promise<boolean> } = {}) {
+    const { payments } = await openSqliteStorage(":memory:");
+    const ok = () => Promise.resolve({ isValid: true, success: true, transaction: HASH, network: "eip155:31337" });
+    const gate = testPaymentGate(payments, { verify: ok, settle: ok } as never, undefined, { relay: "10000" }, extra);
+    const account = { id: "acc-1", address: A, plan: "free", createdAtMs: 0 };
+    const relay = () => Promise.resolve(current.failure);
+    const app = new Elysia().use(privateRelayRoutes({
+      sessions: { authenticate: (token: string | undefined) => Promise.resolve(token === "signed-in" ? { ok: true, value: { account, session: {} } } : fail("UNAUTHENTICATED", "No session")) } as never,
+      relay: relay as never,
+      readNonce: () => Promise.reject(new Error("unused")),
+      chainName: "ATS Devnet",
+      chainId: 31337,
+      easAddress: `0x${"ee".repeat(20)}`,
+      log: silentLogger,
+      payments: gate,
+    }));
+    const paid = async () => app.handle(new Request("http://localhost/v1/paid/delegated-attest", post({ "payment-signature": await testPaymentHeader(gate, "http://localhost/v1/paid/delegated-attest", "relay") })));
+    return { app, paid };
+  }
+
+  test("each single relay route (public, private, paid alias) publishes each 5xx its use case answers, naming the code", async () => {
+    const current = { failure: undefined as unknown };
+    const base = minimalAppDeps();
+    const publicApp = createApp({ ...base, eas: { ...base.eas, delegatedAttest: (() => Promise.resolve(current.failure)) as never } });
+    const { app, paid } = await privateRelay(current);
+    const missing: string[] = [];
+    for (const failure of PRIVATE_5XX) {
+      current.failure = failure;
+      if (RELAY_5XX.includes(failure)) {
+        for (const path of ["/v1/delegated-attest", "/api/eas/delegated-attest"]) {
+          missing.push(...await undeclared(path, await publicApp.handle(new Request(`http://localhost${path}`, post())), failure.code));
+        }
+      }
+      const path = "/api/private/relay/eas/delegated-attest";
+      missing.push(...await undeclared(path, await app.handle(new Request(`http://localhost${path}`, post({ cookie: SIGNED_IN }))), failure.code));
+      missing.push(...await undeclared("/v1/paid/delegated-attest", await paid(), failure.code));
+    }
+    expect(missing).toEqual([]);
+  });
+
+  test("every route that takes x402 publishes the gate's 503 SIGNER_UNAVAILABLE (the paid relay alias's answer)", async () => {
+    const { paid } = await privateRelay({ failure: undefined }, { signerReady: () => Promise.resolve(false) });
+    const answered = await undeclared("/v1/paid/delegated-attest", await paid(), "SIGNER_UNAVAILABLE");
+    const x402 = ROUTE_DOCS.filter((doc) => doc.auth.includes("x402")).flatMap((doc) => doc.paths);
+    expect(x402.length).toBeGreaterThanOrEqual(5);
+    const silent = x402.filter((path) => !(published.paths[path]?.post?.responses["503"]?.description ?? "").includes("SIGNER_UNAVAILABLE"));
+    expect([...answered, ...silent]).toEqual([]);
+  });
+
+  test("each batch route publishes its 503: a retry under the key of a batch that died after sending, its submission no longer known", async () => {
+    const clock = fakeClock();
+    const records = fakeSubmissionRecords();
+    const replay = fakeReplayStore();
+    let opened!: () => void;
+    const sent = new Promise<void>((resolve) => (opened = resolve));
+    // The batch hands its transaction to the chain (its submission opened) and its instance dies.
+    const batch = async (_bodies: unknown, caller?: { onSubmitting?: (chainId: number, key: string, layout: unknown) => Promise<void> }) => {
+      await caller?.onSubmitting?.(31337, `0x${"11".repeat(65)}`, [{ ref: `0x${"11".repeat(65)}` }]);
+      opened();
+      return await new Promise<never>(() => {});
+    };
+    const app = createApp(trackedRelayDeps(Object.assign(() => Promise.reject(new Error("unused")), { batch }) as never, { records, replay, clock }));
+    const path = "/v1/delegated-attest/batch";
+    const request = () => new Request(`http://localhost${path}`, post({ "idempotency-key": "dead-batch" }, { requests: [BODY] }));
+    void app.handle(request());
+    await sent;
+    records.records.clear();
+    clock.set(clock.nowMs() + IDEMPOTENCY_LEASE_MS);
+    expect(await undeclared(path, await app.handle(request()), "OUTCOME_UNKNOWN")).toEqual([]);
+    // The private relay's batch words it alike (http/routes/delegation/_batch.ts) and declares it alike.
+    expect(published.paths["/api/private/relay/eas/delegated-attest/batch"]?.post?.responses["503"]?.description).toContain("OUTCOME_UNKNOWN");
   });
 });

@@ -281,20 +281,41 @@ async function sendBatch(run: BatchRun, submitBatch: NonNullable<Claimed["delega
 }
 
 /**
+ * `details` of a batch's request not sent because another request of the batch expired while the batch waited for the
+ * delegate wallet (400 `INVALID_INPUT`): nothing of the batch was sent. A batch answer with one is not kept under an
+ * Idempotency-Key (`keepsStoredAnswer`, domain/idempotency/idempotency.ts): kept, the same batch sent again under the
+ * key was answered "not sent" for 24 hours, where run again it sends the others (the expired one refused on arrival).
+ */
+const BATCH_EXPIRED = "BATCH_EXPIRED";
+
+/**
  * A batch not sent because an item's deadline came within the margin while it waited for the wallet (decisions §6):
- * nothing was signed or sent. Each such item is refused as expired, the others are given back to be sent again; every
- * item's signature, reservation and gas go back.
+ * nothing was signed or sent. Each such item is refused as expired; every other item is given back (`BATCH_EXPIRED`),
+ * told it may be sent again, or, after an expired item of its attester, that its nonce waits for that one signed again
+ * (the same batch sent again refuses it ATTESTER_MISMATCH, NONCE_AHEAD: it was told it "may be sent again", found in
+ * review). Every item's signature, reservation and gas go back.
  */
 async function expiredInQueue(run: BatchRun, items: readonly Item[], askedAtMs: number): Promise<DelegatedAttestBatchOutcome> {
   const expired = items.filter((item) => !deadlineHolds(run.deps, item.claimed.request.deadline, askedAtMs));
-  const first = expired[0]?.index ?? items[0]!.index;
   for (const item of items) {
-    const answer = expired.includes(item)
-      ? expiredWhileQueued(run.deps)
-      : fail("INVALID_INPUT", `Request ${first} of the batch expired while the batch waited for the delegate wallet, so nothing of it was sent; this request was not sent, and may be sent again`);
+    const answer = expired.includes(item) ? expiredWhileQueued(run.deps) : notSentWithExpired(item, expired);
     await giveBack(run, item, answer, { notSentByUs: true });
   }
   return answered(run.results, { sent: "not-broadcast" });
+}
+
+/** The answer of a request of a batch that was not sent because `expired` did (its own deadline holds). */
+function notSentWithExpired(item: Item, expired: readonly Item[]): DelegatedAttestFailure {
+  const attester = item.claimed.request.attester.toLowerCase();
+  const earlier = expired.find((e) => e.index < item.index && e.claimed.request.attester.toLowerCase() === attester);
+  if (earlier !== undefined) {
+    const message = `Request ${earlier.index} of the batch, of the same attester and before this one, expired while the batch waited for the delegate wallet, so nothing of it was sent; this request was not sent, and its nonce comes after that request's: sign request ${earlier.index} again with a later deadline and send them again together, in order`;
+    return fail("INVALID_INPUT", message, BATCH_EXPIRED);
+  }
+  // Never empty: the earliest deadline's request, the one `stillValid` compared, is among them.
+  const first = expired[0]!.index;
+  const message = `Request ${first} of the batch expired while the batch waited for the delegate wallet, so nothing of it was sent; this request was not sent, and may be sent again (in the same batch too: the expired request is then refused on arrival)`;
+  return fail("INVALID_INPUT", message, BATCH_EXPIRED);
 }
 
 /**

@@ -11,6 +11,7 @@ import { encodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";
 import type { DelegatedAttestCall } from "../../ports/eas.ts";
 import { attestCalldataBytes, batchCalldataBytes, MAX_CALLDATA_BYTES } from "./_calldata_size.ts";
+import { keepsStoredAnswer } from "../idempotency/mod.ts";
 
 /** A user review's data as every reader decodes it (the relays refuse data that does not decode under its schema). */
 const reviewData = (body = "0x1234") =>
@@ -663,5 +664,59 @@ describe("a batch one item of which is too large to be sent even alone", () => {
     expect(env.delegate.batches).toHaveLength(1);
     expect(env.delegate.batches[0]!.map((call) => call.attester.toLowerCase())).toEqual([bob.address.toLowerCase(), carol.address.toLowerCase()]);
     expect(env.replay.rows.size).toBe(2);
+  });
+});
+
+describe("a batch not sent because a request's deadline passed while it waited for the delegate wallet", () => {
+  /** The batch's 200 as the routes word it and keep it under an Idempotency-Key (http/routes/delegation/_batch.ts). */
+  const storedAnswer = (outcome: Awaited<ReturnType<ReturnType<typeof setup>["batch"]>>) => ({
+    status: 200,
+    body: JSON.stringify({
+      submissionId: null,
+      txHash: outcome.txHash,
+      results: outcome.results.map((r) => (r.ok ? { uid: r.value.uid } : { status: 400, error: r.message, code: r.code, ...(r.details === undefined ? {} : { details: r.details }) })),
+    }),
+  });
+
+  test("is not kept under its Idempotency-Key: the same batch sent again sends the others, the expired one refused on arrival as its answer said", async () => {
+    const env = setup();
+    const soon = await signed(env);
+    const soonNext = await signed(env, { nonce: 1n });
+    env.clock.set(env.clock.nowMs() + 300_000);
+    const later = await signed(env, { signer: bob });
+    // The wallet's lock is held until 400 s more went by (other sends ahead): alice's deadlines passed, bob's did not.
+    env.delegate.lock = () => Promise.resolve(env.clock.set(env.clock.nowMs() + 400_000));
+    const first = await env.batch([soon, soonNext, later]);
+    expect(first.txHash).toBeNull();
+    expect(env.delegate.expired).toBe(1);
+    expect(codes(first.results)).toEqual(["SIGNATURE_EXPIRED", "SIGNATURE_EXPIRED", "INVALID_INPUT"]);
+    // Bob's was not sent and may be sent again, in this very batch too: the answer is not the key's.
+    expect(first.results[2]).toMatchObject({ message: expect.stringContaining("may be sent again") });
+    expect(keepsStoredAnswer(storedAnswer(first))).toBe(false);
+
+    // The retry under the key runs: alice's are refused on arrival (expired, as answered), bob's is sent.
+    env.delegate.lock = undefined;
+    const retry = await env.batch([soon, soonNext, later]);
+    expect(codes(retry.results)).toEqual(["SIGNATURE_EXPIRED", "SIGNATURE_EXPIRED", "ok"]);
+    expect(env.delegate.batches).toHaveLength(1);
+  });
+
+  test("an attester's request after its expired one is told it cannot go without that one signed again, which the retry confirms", async () => {
+    const env = setup();
+    const soon = await signed(env);
+    env.clock.set(env.clock.nowMs() + 300_000);
+    const next = await signed(env, { nonce: 1n });
+    env.delegate.lock = () => Promise.resolve(env.clock.set(env.clock.nowMs() + 400_000));
+    const first = await env.batch([soon, next]);
+    expect(codes(first.results)).toEqual(["SIGNATURE_EXPIRED", "INVALID_INPUT"]);
+    expect(first.results[1]).toMatchObject({ message: expect.stringContaining("sign request 0 again with a later deadline") });
+    expect(first.results[1]).not.toMatchObject({ message: expect.stringContaining("may be sent again") });
+    expect(keepsStoredAnswer(storedAnswer(first))).toBe(false);
+
+    env.delegate.lock = undefined;
+    const retry = await env.batch([soon, next]);
+    // Its nonce follows the expired one's, not yet used: ATTESTER_MISMATCH (NONCE_AHEAD), as its answer said.
+    expect(codes(retry.results)).toEqual(["SIGNATURE_EXPIRED", "ATTESTER_MISMATCH"]);
+    expect(env.delegate.batches).toHaveLength(0);
   });
 });

@@ -178,6 +178,12 @@ function didNothing(status: number, code: string | undefined, body: { readonly d
 }
 
 /**
+ * `details` of a batch's request given back unsent because another of the batch expired in the delegate wallet's queue
+ * (domain/delegation/delegated_attest_batch.ts, which words it).
+ */
+const BATCH_EXPIRED = "BATCH_EXPIRED";
+
+/**
  * {@link keepsAnswer} of an answer as it is kept: its status, and the `code` of its body when it is an error body. A
  * batch's 200 (`{results: [...]}`) whose every result is such a refusal ({@link didNothing}: the signer gave no
  * signature for the one transaction, every item rate-limited, the wallet unable to pay, every item's signature on its
@@ -185,14 +191,19 @@ function didNothing(status: number, code: string | undefined, body: { readonly d
  * kept: its retry under the same key runs, as the single route's does. Nor is one that sent no transaction
  * (`txHash: null`) while any of its results is such a refusal: the others were refused for their own reasons (a 400, a
  * 409 naming the uid), which its retry finds again as they were, and kept, the refused ones' "send it again" was
- * replayed for 24 hours (found by review: a batch of a request on record and one whose wallet read failed).
+ * replayed for 24 hours (found by review: a batch of a request on record and one whose wallet read failed). A request
+ * of a batch not sent because another of its requests expired while the batch waited for the delegate wallet (400
+ * `INVALID_INPUT`, `details: "BATCH_EXPIRED"`, domain/delegation/delegated_attest_batch.ts) counts as one: nothing
+ * was sent, and the same batch run again sends it (the expired one then refused on arrival, as it was answered).
  */
 export function keepsStoredAnswer(answer: Pick<StoredAnswer, "status" | "body">): boolean {
   const body = bodyOf(answer);
   if (answer.status === 200 && Array.isArray(body?.results) && body.results.length > 0) {
     const refusedForNothing = body.results.map((r) => {
       const item = r as { status?: unknown; code?: unknown; details?: unknown; error?: unknown } | null;
-      return typeof item?.code === "string" && didNothing(typeof item.status === "number" ? item.status : 0, item.code, wordsOf(item));
+      if (typeof item?.code !== "string") return false;
+      if (item.code === "INVALID_INPUT" && wordsOf(item).details === BATCH_EXPIRED) return true;
+      return didNothing(typeof item.status === "number" ? item.status : 0, item.code, wordsOf(item));
     });
     if (refusedForNothing.every(Boolean) || (body.txHash === null && refusedForNothing.some(Boolean))) return false;
   }

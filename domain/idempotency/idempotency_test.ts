@@ -247,3 +247,17 @@ describe("keepsAnswer() of a relay's 409 DUPLICATE naming a transaction on its w
     }
   });
 });
+
+describe("keepsStoredAnswer() of a batch a request of which expired in the delegate wallet's queue", () => {
+  test("the others given back (INVALID_INPUT, BATCH_EXPIRED) make it not kept; expired requests alone are kept, as the single route's expiry is", () => {
+    const expired = { status: 400, error: "x", code: "SIGNATURE_EXPIRED" };
+    const givenBack = { status: 400, error: "x", code: "INVALID_INPUT", details: "BATCH_EXPIRED" };
+    const body = (results: unknown[]) => JSON.stringify({ submissionId: null, txHash: null, results });
+    expect(keepsStoredAnswer({ status: 200, body: body([expired, givenBack]) })).toBe(false);
+    // Nothing else to send: the retry would be refused as expired on arrival, as the single route's 400 is (kept).
+    expect(keepsStoredAnswer({ status: 200, body: body([expired, expired]) })).toBe(true);
+    expect(keepsStoredAnswer({ status: 400, body: JSON.stringify(expired) })).toBe(true);
+    // Another 400 INVALID_INPUT beside an expired request is its own refusal: kept.
+    expect(keepsStoredAnswer({ status: 200, body: body([expired, { status: 400, error: "x", code: "INVALID_INPUT" }]) })).toBe(true);
+  });
+});

@@ -140,7 +140,8 @@ export const LOGOUT_DOCS: readonly RouteDoc[] = [
 const WITNESS_500 =
   "SCHEMA_NOT_DEPLOYED, SERVER_ERROR (no witness wallet, or the transaction reverted), SUBMISSION_FAILED (refused by the chain; not charged), RPC_ERROR (the chain did not answer before anything was sent), INTERNAL_ERROR (with several instances, the witness wallet's shared nonce could not be taken: nothing written or charged, not kept under an Idempotency-Key)";
 /** The witness's 503 answers, on its route and its paid alias. */
-const WITNESS_503 = "OUTCOME_UNKNOWN (details: the transaction hash; the write stays reserved until settled), SUBMISSION_FAILED (the witness wallet cannot pay; nothing reserved)";
+const WITNESS_503 =
+  "OUTCOME_UNKNOWN (details: the transaction hash; the write stays reserved until settled), SUBMISSION_FAILED (the witness wallet cannot pay; nothing reserved), SIGNER_UNAVAILABLE (the service's signer did not sign; nothing written or charged, Retry-After)";
 
 /** The controller witness (decisions §8): route declarations, gathered by http/route_docs.ts. */
 export const WITNESS_DOCS: readonly RouteDoc[] = [

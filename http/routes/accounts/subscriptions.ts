@@ -94,7 +94,9 @@ export const SUBSCRIPTION_DOCS: readonly RouteDoc[] = [
       409: err("PAYMENT_ALREADY_USED; PAYMENT_IN_PROGRESS: the payer's unsettled payments hold its balance, or another purchase for the account is settling (nothing done or charged; retry)"),
       413: TOO_LARGE,
       415: err("UNSUPPORTED_MEDIA_TYPE"),
+      500: err("INTERNAL_ERROR"),
       502: err("FACILITATOR_UNAVAILABLE"),
+      503: err("SIGNER_UNAVAILABLE: the service's signer could not sign the payment's receipt; nothing done or charged (Retry-After)"),
     },
   },
   {

@@ -11,6 +11,25 @@ import {
 import { CACHE } from "../../http_cache.ts";
 import { easErr, err, NOT_JSON, TOO_LARGE, UNAUTHENTICATED_OFFERED, X402_PAID_REFUSALS, X402_REFUSALS } from "../../route_responses.ts";
 
+/**
+ * The 5xx answers of a relay's single write, the same use case's on the public relay, the private relay and its paid
+ * alias (domain/delegation/): the route declares each it can give. The paid alias declared none (found in review), so
+ * a client generated from the document had no type for a failed or unknown transaction it paid for.
+ */
+const RELAY_500 =
+  "NO_DELEGATE_KEY, RPC_ERROR (the chain did not answer before anything was sent), SUBMISSION_FAILED (refused by the chain: retry with the same signature; or reverted, details: the transaction hash), INTERNAL_ERROR (also: with several instances, the delegate wallet's shared nonce could not be taken; nothing sent, not kept under an Idempotency-Key)";
+const RELAY_501 = "MAINNET_NOT_SUPPORTED";
+const RELAY_503 =
+  "OUTCOME_UNKNOWN (details: the transaction hash; settled later, and the same signature then answers 409 DUPLICATE with its outcome), SUBMISSION_FAILED (the delegate wallet cannot pay; nothing recorded), SIGNER_UNAVAILABLE (the service's signer did not sign; nothing sent or charged, Retry-After)";
+/** The private relay's 502, on its route and its paid alias. */
+const PRIVATE_RELAY_502 =
+  "FACILITATOR_UNAVAILABLE (nothing written or charged), NETWORK_ERROR (a paying agent's subject ownership, or the attestation a user-review-response's refUID names, could not be looked up; nothing written or charged, not kept under an Idempotency-Key)";
+/**
+ * A batch's own 503 (its requests' 5xx are results of its 200): a retry under the Idempotency-Key of a batch whose
+ * request died after sending, when its submission is no longer known.
+ */
+const BATCH_503 = "OUTCOME_UNKNOWN: the submission of a batch whose first request died after sending is no longer known (a retry under its Idempotency-Key)";
+
 /** The public relay: nonce, delegated attest and its batch: route declarations, gathered by http/route_docs.ts. */
 export const EAS_DOCS: readonly RouteDoc[] = [
   {
@@ -45,9 +64,9 @@ export const EAS_DOCS: readonly RouteDoc[] = [
       405: easErr("METHOD_NOT_ALLOWED (Allow header)"),
       409: easErr("DUPLICATE: details is the uid once mined, the transaction hash while it is on its way"),
       413: easErr("PAYLOAD_TOO_LARGE: body over 8 MiB"),
-      500: easErr("NO_DELEGATE_KEY, RPC_ERROR, SUBMISSION_FAILED (refused by the chain: retry with the same signature; or reverted), INTERNAL_ERROR (also: with several instances, the delegate wallet's shared nonce could not be taken; nothing sent)"),
-      501: easErr("MAINNET_NOT_SUPPORTED"),
-      503: easErr("OUTCOME_UNKNOWN (details: the transaction hash; settled later), SUBMISSION_FAILED (the delegate wallet cannot pay; nothing recorded)"),
+      500: easErr(RELAY_500),
+      501: easErr(RELAY_501),
+      503: easErr(RELAY_503),
     },
   },
   {
@@ -71,6 +90,7 @@ export const EAS_DOCS: readonly RouteDoc[] = [
       405: easErr("METHOD_NOT_ALLOWED (Allow header)"),
       413: easErr("PAYLOAD_TOO_LARGE: body over 8 MiB"),
       500: easErr("INTERNAL_ERROR"),
+      503: easErr(BATCH_503),
     },
   },
 ];
@@ -113,9 +133,10 @@ export const PRIVATE_RELAY_DOCS: readonly RouteDoc[] = [
       413: TOO_LARGE,
       415: NOT_JSON,
       429: err("RATE_LIMITED: the private relay's hourly gas budget (PRIVATE_RELAY_GAS_BUDGET_PER_HOUR) is spent, or more than PRIVATE_RELAY_ACCOUNT_RATE_PER_MINUTE writes from this account; Retry-After header"),
-      500: err("RPC_ERROR, SUBMISSION_FAILED, INTERNAL_ERROR (with several instances, the delegate wallet's shared nonce could not be taken: nothing sent, not kept under an Idempotency-Key)"),
-      502: err("FACILITATOR_UNAVAILABLE (nothing written or charged), NETWORK_ERROR (a paying agent's subject ownership, or the attestation a user-review-response's refUID names, could not be looked up)"),
-      503: err("OUTCOME_UNKNOWN, SUBMISSION_FAILED (the delegate wallet cannot pay)"),
+      500: err(RELAY_500),
+      501: err(RELAY_501),
+      502: err(PRIVATE_RELAY_502),
+      503: err(RELAY_503),
     },
   },
   {
@@ -143,6 +164,7 @@ export const PRIVATE_RELAY_DOCS: readonly RouteDoc[] = [
       415: NOT_JSON,
       429: err("RATE_LIMITED: more than PRIVATE_RELAY_ACCOUNT_RATE_PER_MINUTE writes from this account (Retry-After)"),
       500: err("INTERNAL_ERROR"),
+      503: err(BATCH_503),
     },
   },
 ];
@@ -166,7 +188,10 @@ export const PAID_RELAY_DOCS: readonly RouteDoc[] = [
       409: err("DUPLICATE, PAYMENT_ALREADY_USED, PAYMENT_IN_PROGRESS"),
       413: TOO_LARGE,
       415: NOT_JSON,
-      502: err("FACILITATOR_UNAVAILABLE"),
+      500: err(RELAY_500),
+      501: err(RELAY_501),
+      502: err(PRIVATE_RELAY_502),
+      503: err(RELAY_503),
     },
   },
 ];
