@@ -18,7 +18,11 @@ export type WiredOAuth = {
   readonly stop: () => void;
 };
 
-/** How often keys are rotated when due and expired rows pruned. */
+/**
+ * How often keys are rotated when due and expired rows pruned, and an instance records that it signs with its
+ * `OAUTH_SIGNER`: keep it well under an hour, as a signer's key unrecorded for two hours is dropped
+ * (RETIRED_KEY_GRACE_MS: a token's hour plus this interval plus a margin).
+ */
 const UPKEEP_MS = 10 * 60_000;
 
 /** Builds OAuth unless `OAUTH=off`; makes the first signing key (or rotates a due one) before serving. */

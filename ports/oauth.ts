@@ -167,6 +167,22 @@ export type StoredSigningKey = {
   readonly retiredAtMs?: number | null | undefined;
 };
 
+/**
+ * The public key of an `OAUTH_SIGNER` (decisions §27) some instance signs with, recorded so that every instance
+ * verifies and publishes the tokens of every other's signer and of the signer it had before a restart (a rotation
+ * logs nobody out, §19). Public only: the signer keeps its private key.
+ */
+export type SignerPublicKey = {
+  /** The key's RFC 7638 thumbprint, its tokens' `kid`. */
+  readonly kid: string;
+  /** The public JWK, as JSON text (what the JWKS publishes). */
+  readonly publicJwk: string;
+  /** When an instance first recorded it. */
+  readonly firstSeenAtMs: number;
+  /** When an instance signing with it last said so (at its start and at each upkeep); it goes once this is old enough. */
+  readonly seenAtMs: number;
+};
+
 /** Clients, codes, grants, refresh tokens, revoked access tokens and signing keys. */
 export interface OAuthStore {
   /**
@@ -229,6 +245,15 @@ export interface OAuthStore {
   readonly dropSigningKeys: (createdBeforeMs: number, retiredBeforeMs: number) => Promise<number>;
   /** Retires (at `nowMs`) every key not retired yet: a signer signs from now on. Returns how many. */
   readonly retireSigningKeys: (nowMs: number) => Promise<number>;
+  /** The signers' public keys, the most recently seen first. */
+  readonly signerKeys: () => Promise<SignerPublicKey[]>;
+  /**
+   * Records that an instance signs with this key at `nowMs`: a new key is added (first and last seen now), a known
+   * one's `seenAtMs` is moved forward (never back: instances' clocks differ). The JWK is stored as given for a new key.
+   */
+  readonly seeSignerKey: (kid: string, publicJwk: string, nowMs: number) => Promise<void>;
+  /** Drops the signers' keys last seen before `seenBeforeMs`. Returns how many. */
+  readonly dropSignerKeys: (seenBeforeMs: number) => Promise<number>;
   /**
    * Drops what expired before `nowMs` (codes, refresh tokens, revoked-token marks, grants with no live refresh
    * token) and openly registered clients created before `unusedBeforeMs` that never got a grant.

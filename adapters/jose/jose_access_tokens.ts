@@ -4,13 +4,22 @@
  * newest key; an old key stays published (and verifying) until two hours after its successor was made, well past the
  * one-hour life of anything it signed, so rotating logs nobody out. Every instance signs with the newest key in the
  * database from its next token on; it verifies a token of a key it has not seen yet by reading the keys again.
+ *
+ * With `OAUTH_SIGNER` (decisions §27) the key is the instance's own, and instances may hold different ones (a rolling
+ * restart onto a new key, §28): each records its signer's public key in the database at its start and at each upkeep,
+ * and every instance verifies and publishes every recorded key, so a token of the old key works at the new instance
+ * and one of the new key at the old. A key no instance said it signs with for {@link RETIRED_KEY_GRACE_MS} is dropped.
  */
 import { calculateJwkThumbprint, errors, exportJWK, generateKeyPair, importJWK, type JWK, jwtVerify, SignJWT } from "jose";
 import type { Clock } from "../../ports/clock.ts";
 import type { AccessTokenClaims, AccessTokenKeys, OAuthStore, StoredSigningKey } from "../../ports/oauth.ts";
 import { type JwsSigner, SignerUnavailableError } from "../../ports/signer.ts";
 
-/** How long a replaced key stays published: its last tokens (one hour) plus the instances' key caches. */
+/**
+ * How long a replaced key stays published: its last tokens (one hour) plus the instances' key caches. A signer's key
+ * is dropped once no instance said it signs with it for as long: an instance says so at each upkeep (every 10 minutes,
+ * app/oauth.ts), so its last token was signed at most that long after the last sighting and expired an hour later.
+ */
 export const RETIRED_KEY_GRACE_MS = 2 * 3_600_000;
 /** How often the keys are read from the database again (other instances may have rotated). */
 const RELOAD_MS = 60_000;
@@ -19,7 +28,7 @@ const UNKNOWN_KID_RELOAD_MS = 5_000;
 
 /** Options of {@link createJoseAccessTokenKeys}. */
 export type JoseAccessTokenKeysOptions = {
-  readonly store: Pick<OAuthStore, "signingKeys" | "addSigningKey" | "dropSigningKeys" | "retireSigningKeys">;
+  readonly store: Pick<OAuthStore, "signingKeys" | "addSigningKey" | "dropSigningKeys" | "retireSigningKeys" | "signerKeys" | "seeSignerKey" | "dropSignerKeys">;
   readonly clock: Clock;
   /** A key older than this is replaced by `maintain` (`OAUTH_KEY_ROTATION_DAYS`). */
   readonly rotateAfterMs: number;
@@ -28,22 +37,30 @@ export type JoseAccessTokenKeysOptions = {
    * `kid` its RFC 7638 thumbprint; the store's keys are no longer made or rotated: they are retired at the first upkeep
    * with the signer, keep verifying (and stay published) for their grace, so switching logs nobody out, then go, the
    * newest too (before, the newest store key stayed, and was trusted, for good: with its private JWK in the database).
+   * Its public key is recorded in the store, so other instances (and this one after a restart with another key)
+   * verify its tokens.
    */
   readonly signer?: JwsSigner | undefined;
 };
 
 /** The access-token keys plus the upkeep the wiring runs at start and on a timer. */
 export type JoseAccessTokenKeys = AccessTokenKeys & {
-  /** Makes the first key, replaces the newest when it is due, drops keys past their grace. */
+  /**
+   * Makes the first key, replaces the newest when it is due, drops keys past their grace; with a signer, first says
+   * in the store that this instance signs with it (see {@link RETIRED_KEY_GRACE_MS}).
+   */
   readonly maintain: () => Promise<void>;
 };
 
 type Loaded = { readonly stored: StoredSigningKey; readonly publicJwk: JWK; readonly sign?: CryptoKey | undefined; readonly verify: CryptoKey };
+/** A recorded signer's public key (this instance's or another's). */
+type LoadedSigner = { readonly kid: string; readonly publicJwk: JWK; readonly verify: CryptoKey };
 
 /** Builds the keys; nothing is read until the first use. */
 export function createJoseAccessTokenKeys(options: JoseAccessTokenKeysOptions): JoseAccessTokenKeys {
   const { store, clock } = options;
   let keys: Loaded[] = [];
+  let signerKeys: LoadedSigner[] = [];
   let loadedAtMs = -Infinity;
   let unknownReloadAtMs = -Infinity;
   let loading: Promise<void> | undefined;
@@ -51,12 +68,18 @@ export function createJoseAccessTokenKeys(options: JoseAccessTokenKeysOptions): 
   const load = () => {
     loading ??= (async () => {
       try {
-        const stored = await store.signingKeys();
+        const [stored, seen] = await Promise.all([store.signingKeys(), store.signerKeys()]);
         keys = await Promise.all(stored.map(async (s) => {
           const known = keys.find((k) => k.stored.kid === s.kid);
           if (known) return known;
           const publicJwk = JSON.parse(s.publicJwk) as JWK;
           return { stored: s, publicJwk, verify: await importJWK(publicJwk, "ES256") as CryptoKey };
+        }));
+        signerKeys = await Promise.all(seen.map(async (s) => {
+          const known = signerKeys.find((k) => k.kid === s.kid);
+          if (known) return known;
+          const publicJwk = JSON.parse(s.publicJwk) as JWK;
+          return { kid: s.kid, publicJwk, verify: await importJWK(publicJwk, "ES256") as CryptoKey };
         }));
         loadedAtMs = clock.nowMs();
       } finally {
@@ -85,22 +108,11 @@ export function createJoseAccessTokenKeys(options: JoseAccessTokenKeysOptions): 
     return kid;
   }
 
-  const signer = options.signer;
-  if (signer !== undefined && signer.alg !== "ES256") throw new Error("OAUTH_SIGNER: access tokens are ES256: the key must be P-256");
-  const signerJwk: JWK | undefined = signer === undefined ? undefined : { ...signer.publicJwk, kid: signer.thumbprint, alg: "ES256", use: "sig" };
-  let signerVerify: Promise<CryptoKey> | undefined;
-  const signerKey = () => (signerVerify ??= importJWK(signerJwk!, "ES256") as Promise<CryptoKey>);
-  const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
+  const signer = options.signer === undefined ? undefined : configuredSigner(options.signer, store, clock);
 
   return {
     async sign(claims: AccessTokenClaims) {
-      if (signer !== undefined) {
-        const { iat, exp, ...rest } = claims;
-        const input = `${b64({ alg: "ES256", typ: "at+jwt", kid: signer.thumbprint })}.${b64({ ...rest, iat, exp })}`;
-        const signed = await signer.sign(new TextEncoder().encode(input), { purpose: "access-token", ref: claims.jti });
-        if (!signed.ok) throw new SignerUnavailableError();
-        return `${input}.${Buffer.from(signed.signature).toString("base64url")}`;
-      }
+      if (signer !== undefined) return await signer.sign(claims);
       // The keys are read again for every token issued (a few rows; issuing is rare beside verifying): a key rotated by
       // another instance or by the operator (`ops oauth rotate-key`) signs from the next token on, everywhere.
       await load();
@@ -126,15 +138,18 @@ export function createJoseAccessTokenKeys(options: JoseAccessTokenKeysOptions): 
     async verify(token, expected) {
       try {
         const { payload } = await jwtVerify(token, async (header) => {
-          if (signer !== undefined && header.kid === signer.thumbprint) return await signerKey();
-          let found = (await current()).find((k) => k.stored.kid === header.kid);
+          if (signer !== undefined && header.kid === signer.kid) return await signer.verifyKey();
+          await current();
+          const find = () => keys.find((k) => k.stored.kid === header.kid)?.verify ?? signerKeys.find((k) => k.kid === header.kid)?.verify;
+          let found = find();
+          // Another instance's new signer (a rolling restart onto another key) is learnt here, without a restart.
           if (found === undefined && clock.nowMs() - unknownReloadAtMs >= UNKNOWN_KID_RELOAD_MS) {
             unknownReloadAtMs = clock.nowMs();
             await load();
-            found = keys.find((k) => k.stored.kid === header.kid);
+            found = find();
           }
           if (found === undefined) throw new errors.JWKSNoMatchingKey();
-          return found.verify;
+          return found;
         }, {
           issuer: expected.issuer,
           audience: expected.audience,
@@ -159,12 +174,15 @@ export function createJoseAccessTokenKeys(options: JoseAccessTokenKeysOptions): 
 
     async jwks() {
       const stored = (await current()).map((k) => ({ ...k.publicJwk }));
-      return { keys: signerJwk === undefined ? stored : [{ ...signerJwk }, ...stored] };
+      const others = signerKeys.filter((k) => k.kid !== signer?.kid).map((k) => ({ ...k.publicJwk }));
+      return { keys: [...(signer === undefined ? [] : [{ ...signer.jwk }]), ...stored, ...others] };
     },
 
     rotate: addKey,
 
     async maintain() {
+      // First, so a failure below never leaves this instance's key unseen (and dropped by another instance meanwhile).
+      if (signer !== undefined) await signer.see();
       await load();
       const now = clock.nowMs();
       const signing = keys.filter((k) => k.stored.retiredAtMs === null || k.stored.retiredAtMs === undefined);
@@ -174,7 +192,42 @@ export function createJoseAccessTokenKeys(options: JoseAccessTokenKeysOptions): 
       if (signer === undefined && (newest === undefined || now - newest.stored.createdAtMs >= options.rotateAfterMs)) await addKey();
       // Every key older than the newest key made at least the grace ago has a successor that old: it may go.
       const settled = signer === undefined ? signing.find((k) => k.stored.createdAtMs <= now - RETIRED_KEY_GRACE_MS) : undefined;
-      if ((await store.dropSigningKeys(settled?.stored.createdAtMs ?? Number.MIN_SAFE_INTEGER, now - RETIRED_KEY_GRACE_MS)) > 0 || signer !== undefined) await load();
+      const dropped = await store.dropSigningKeys(settled?.stored.createdAtMs ?? Number.MIN_SAFE_INTEGER, now - RETIRED_KEY_GRACE_MS) +
+        // A signer's key no instance signed with for the grace: whatever it signed expired (this instance's was just seen).
+        await store.dropSignerKeys(now - RETIRED_KEY_GRACE_MS);
+      if (dropped > 0 || signer !== undefined) await load();
+    },
+  };
+}
+
+/**
+ * The instance's `OAUTH_SIGNER`: its public JWK (the public members only, named one by one: whatever else a backend's
+ * JWK held never reaches the store or the JWKS), its record in the store, and the tokens it signs.
+ */
+function configuredSigner(signer: JwsSigner, store: Pick<OAuthStore, "seeSignerKey">, clock: Clock) {
+  if (signer.alg !== "ES256") throw new Error("OAUTH_SIGNER: access tokens are ES256: the key must be P-256");
+  const { kty, crv, x, y } = signer.publicJwk;
+  const jwk: JWK = { kty, crv, x, y, kid: signer.thumbprint, alg: "ES256", use: "sig" };
+  let verify: Promise<CryptoKey> | undefined;
+  /** Whether this instance recorded the key yet: before its first token, so that every instance verifies it. */
+  let seen = false;
+  const see = async () => {
+    await store.seeSignerKey(signer.thumbprint, JSON.stringify(jwk), clock.nowMs());
+    seen = true;
+  };
+  const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url");
+  return {
+    kid: signer.thumbprint,
+    jwk,
+    see,
+    verifyKey: () => (verify ??= importJWK(jwk, "ES256") as Promise<CryptoKey>),
+    async sign(claims: AccessTokenClaims): Promise<string> {
+      if (!seen) await see();
+      const { iat, exp, ...rest } = claims;
+      const input = `${b64({ alg: "ES256", typ: "at+jwt", kid: signer.thumbprint })}.${b64({ ...rest, iat, exp })}`;
+      const signed = await signer.sign(new TextEncoder().encode(input), { purpose: "access-token", ref: claims.jti });
+      if (!signed.ok) throw new SignerUnavailableError();
+      return `${input}.${Buffer.from(signed.signature).toString("base64url")}`;
     },
   };
 }

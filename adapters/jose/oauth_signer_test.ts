@@ -79,4 +79,62 @@ describe("access tokens signed by OAUTH_SIGNER (decisions §27)", () => {
     const keys = createJoseAccessTokenKeys({ store: fakeOAuthStore(), clock: fakeClock(), rotateAfterMs: 86_400_000, signer: down });
     await expect(keys.sign(claims(1_700_000_000))).rejects.toBeInstanceOf(SignerUnavailableError);
   });
+
+  test("rotating OAUTH_SIGNER logs nobody out (decisions §19, §28): instances with different signers on one store verify each other's tokens and publish both keys, a restart onto a new key keeps the old one's tokens", async () => {
+    const clock = fakeClock();
+    const store = fakeOAuthStore();
+    const kidOf = (token: string) => (JSON.parse(Buffer.from(token.split(".")[0]!, "base64url").toString("utf8")) as { kid: string }).kid;
+    const [a, b] = [await oauthSigner(), await oauthSigner()];
+    const old = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000, signer: a });
+    await old.maintain();
+    const now = Math.floor(clock.nowMs() / 1000);
+    const before = await old.sign(claims(now));
+    // The rolling restart: the next instance starts with the new key while the old one still serves.
+    const next = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000, signer: b });
+    await next.maintain();
+    const after = await next.sign(claims(now));
+    expect([kidOf(before), kidOf(after)]).toEqual([a.thumbprint, b.thumbprint]);
+    expect(await next.verify(before, { issuer: ISSUER, audience: ISSUER })).toMatchObject({ ok: true, claims: { sub: "acct" } });
+    // The old instance read the keys before the new one started: the unknown kid makes it read them again.
+    expect(await old.verify(after, { issuer: ISSUER, audience: ISSUER })).toMatchObject({ ok: true, claims: { sub: "acct" } });
+    expect((await next.jwks()).keys.map((k) => k.kid)).toEqual([b.thumbprint, a.thumbprint]);
+    expect((await old.jwks()).keys.map((k) => k.kid)).toEqual([a.thumbprint, b.thumbprint]);
+    // Only public members are stored, whatever the backend's JWK held.
+    for (const key of await store.signerKeys()) expect(Object.keys(JSON.parse(key.publicJwk)).sort()).toEqual(["alg", "crv", "kid", "kty", "use", "x", "y"]);
+    // A single instance (SQLite) restarted with the new key, the old instance gone: the old key's token still verifies.
+    const restarted = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000, signer: b });
+    await restarted.maintain();
+    expect(await restarted.verify(before, { issuer: ISSUER, audience: ISSUER })).toMatchObject({ ok: true });
+  });
+
+  test("a signer's key no instance signed with for its grace is dropped at the next upkeep: its tokens are refused and it leaves the JWKS; a key in use stays", async () => {
+    const clock = fakeClock();
+    const store = fakeOAuthStore();
+    const [a, b] = [await oauthSigner(), await oauthSigner()];
+    const gone = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000, signer: a });
+    await gone.maintain();
+    const start = clock.nowMs();
+    // A token that would still be within its time when its key goes (the service's own last an hour).
+    const long = await gone.sign({ ...(claims(Math.floor(start / 1000)) as Record<string, unknown>), exp: Math.floor(start / 1000) + 10 * 3_600 } as never);
+    const live = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000, signer: b });
+    // The instance with the new key runs its upkeep every 10 minutes; the one with the old key stopped at the start.
+    let upkeeps = 0;
+    while (clock.nowMs() + 600_000 < start + RETIRED_KEY_GRACE_MS) {
+      clock.set(clock.nowMs() + 600_000);
+      await live.maintain();
+      upkeeps++;
+    }
+    expect(upkeeps).toBe(11);
+    expect(await live.verify(long, { issuer: ISSUER, audience: ISSUER })).toMatchObject({ ok: true });
+    expect((await live.jwks()).keys.map((k) => k.kid)).toEqual([b.thumbprint, a.thumbprint]);
+    clock.set(start + RETIRED_KEY_GRACE_MS + 1);
+    await live.maintain();
+    expect(await live.verify(long, { issuer: ISSUER, audience: ISSUER })).toEqual({ ok: false, reason: "invalid" });
+    expect((await live.jwks()).keys.map((k) => k.kid)).toEqual([b.thumbprint]);
+    expect((await store.signerKeys()).map((k) => k.kid)).toEqual([b.thumbprint]);
+    // The key in use was seen at each upkeep: hours later it is still there.
+    clock.set(clock.nowMs() + 600_000);
+    await live.maintain();
+    expect((await store.signerKeys()).map((k) => [k.kid, k.firstSeenAtMs < k.seenAtMs])).toEqual([[b.thumbprint, true]]);
+  });
 });

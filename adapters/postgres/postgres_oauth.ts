@@ -1,6 +1,6 @@
 import type { SQL, TransactionSQL } from "bun";
 import { MAX_EVICTIONS_PER_REGISTRATION, type OAuthStore, UNUSED_CLIENT_GRACE_MS } from "../../ports/oauth.ts";
-import { ACCESS_TOKEN_LIFE_MS, clientValues, type OAuthClientRow, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode, DROP_SIGNING_KEYS_SQL, ACCESS_TOKEN_ACTIVE_SQL, EVICT_ACCOUNT_CODES_SQL, EVICT_CLIENT_CODE_SQL, EVICT_CLIENT_SQL, EVICTABLE_OPEN_CLIENTS_WHERE, EVICTED_CLIENT_CODES_SQL, UNUSED_OPEN_CLIENTS_WHERE } from "../sql/oauth.ts";
+import { ACCESS_TOKEN_LIFE_MS, clientValues, type OAuthClientRow, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toSignerPublicKey, toStoredCode, seeSignerKeySql, DROP_SIGNING_KEYS_SQL, ACCESS_TOKEN_ACTIVE_SQL, EVICT_ACCOUNT_CODES_SQL, EVICT_CLIENT_CODE_SQL, EVICT_CLIENT_SQL, EVICTABLE_OPEN_CLIENTS_WHERE, EVICTED_CLIENT_CODES_SQL, UNUSED_OPEN_CLIENTS_WHERE } from "../sql/oauth.ts";
 
 /** Serializes open registrations across instances, so the per-address and per-network rates and the pool hold exactly. */
 const REGISTER_LOCK = 7_240_010;
@@ -183,7 +183,7 @@ function oauthClientsAndCodes(sql: SQL): Pick<OAuthStore, "registerClient" | "cr
 }
 
 /** Refresh and access tokens, signing keys and pruning in PostgreSQL. */
-function oauthTokensAndKeys(sql: SQL): Pick<OAuthStore, "rotateRefreshToken" | "findRefreshToken" | "revokeGrant" | "revokeAccessToken" | "accessTokenActive" | "signingKeys" | "addSigningKey" | "dropSigningKeys" | "retireSigningKeys" | "prune"> {
+function oauthTokensAndKeys(sql: SQL): Pick<OAuthStore, "rotateRefreshToken" | "findRefreshToken" | "revokeGrant" | "revokeAccessToken" | "accessTokenActive" | "signingKeys" | "addSigningKey" | "dropSigningKeys" | "retireSigningKeys" | "signerKeys" | "seeSignerKey" | "dropSignerKeys" | "prune"> {
   const revokeGrant = (db: SQL, grantId: string, now: number) => db`UPDATE oauth_grants SET revoked_at_ms = ${now} WHERE id = ${grantId} AND revoked_at_ms IS NULL`;
   return {
     rotateRefreshToken: (tokenHash, next, now) =>
@@ -240,6 +240,15 @@ function oauthTokensAndKeys(sql: SQL): Pick<OAuthStore, "rotateRefreshToken" | "
     },
     async retireSigningKeys(nowMs) {
       return (await sql`UPDATE oauth_signing_keys SET retired_at_ms = ${nowMs} WHERE retired_at_ms IS NULL RETURNING kid` as Row[]).length;
+    },
+    async signerKeys() {
+      return (await sql`SELECT * FROM oauth_signer_keys ORDER BY seen_at_ms DESC, kid DESC` as Row[]).map(toSignerPublicKey);
+    },
+    async seeSignerKey(kid, publicJwk, nowMs) {
+      await sql.unsafe(seeSignerKeySql("GREATEST"), [kid, publicJwk, nowMs]);
+    },
+    async dropSignerKeys(seenBefore) {
+      return (await sql`DELETE FROM oauth_signer_keys WHERE seen_at_ms < ${seenBefore} RETURNING kid` as Row[]).length;
     },
     prune: (now, unusedBefore) =>
       sql.begin(async (tx) => {

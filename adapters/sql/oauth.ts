@@ -1,5 +1,5 @@
 /** What SQLite and PostgreSQL share for the oauth store: its row mappers, table definitions and query text (adapters/sql/, docs/storage.md). */
-import type { AuthorizedClient, ClientAuthMethod, Grant, OAuthClient, StoredCode, StoredSigningKey } from "../../ports/oauth.ts";
+import type { AuthorizedClient, ClientAuthMethod, Grant, OAuthClient, SignerPublicKey, StoredCode, StoredSigningKey } from "../../ports/oauth.ts";
 
 /**
  * Indexes on columns added after the tables were first created: the rate per network and the pool of unused open
@@ -87,6 +87,14 @@ export function oauthTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
      )`,
     // Added with OAUTH_SIGNER's retirement of the store's keys (SQLite adds it in createSqliteOAuth).
     ...(bigint === "BIGINT" ? [`ALTER TABLE oauth_signing_keys ADD COLUMN IF NOT EXISTS retired_at_ms BIGINT`] : []),
+    // The public keys of the OAUTH_SIGNERs instances sign with (never a private one): a token of another instance's
+    // signer, or of the signer before a restart, verifies until its key was not seen for its grace.
+    `CREATE TABLE IF NOT EXISTS oauth_signer_keys (
+       kid TEXT PRIMARY KEY,
+       public_jwk TEXT NOT NULL,
+       first_seen_at_ms ${bigint} NOT NULL,
+       seen_at_ms ${bigint} NOT NULL
+     )`,
   ];
 }
 
@@ -183,6 +191,18 @@ export function toOAuthSigningKey(row: Record<string, unknown>): StoredSigningKe
     retiredAtMs: numOrNull(row.retired_at_ms as Num | null),
   };
 }
+
+/** A signer's public key from its row. */
+export function toSignerPublicKey(row: Record<string, unknown>): SignerPublicKey {
+  return { kid: String(row.kid), publicJwk: String(row.public_jwk), firstSeenAtMs: Number(row.first_seen_at_ms), seenAtMs: Number(row.seen_at_ms) };
+}
+
+/**
+ * The upsert of {@link OAuthStore.seeSignerKey} (`$1` kid, `$2` public JWK, `$3` now; `latest`: SQLite's `MAX` or
+ * PostgreSQL's `GREATEST`): a known key's last sighting only moves forward, whichever instance's clock is behind.
+ */
+export const seeSignerKeySql = (latest: "MAX" | "GREATEST") => `INSERT INTO oauth_signer_keys (kid, public_jwk, first_seen_at_ms, seen_at_ms) VALUES ($1, $2, $3, $3)
+  ON CONFLICT (kid) DO UPDATE SET seen_at_ms = ${latest}(oauth_signer_keys.seen_at_ms, excluded.seen_at_ms)`;
 
 /**
  * The DELETE of {@link OAuthStore.dropSigningKeys} (`$1` created before, `$2` retired before): a key that may sign

@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { type Grant, MAX_EVICTIONS_PER_REGISTRATION, type OAuthClient, type OAuthStore, UNUSED_CLIENT_GRACE_MS } from "../../ports/oauth.ts";
 import { addMissingColumns } from "./sqlite_database.ts";
-import { ACCESS_TOKEN_LIFE_MS, type OAuthClientRow, clientValues, numOrNull, oauthTables, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toStoredCode, DROP_SIGNING_KEYS_SQL, ACCESS_TOKEN_ACTIVE_SQL, EVICT_ACCOUNT_CODES_SQL, EVICT_CLIENT_CODE_SQL, EVICT_CLIENT_SQL, EVICTABLE_OPEN_CLIENTS_WHERE, EVICTED_CLIENT_CODES_SQL, UNUSED_OPEN_CLIENTS_WHERE, OAUTH_CLIENT_LATE_INDEXES } from "../sql/oauth.ts";
+import { ACCESS_TOKEN_LIFE_MS, type OAuthClientRow, clientValues, numOrNull, oauthTables, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toSignerPublicKey, toStoredCode, seeSignerKeySql, DROP_SIGNING_KEYS_SQL, ACCESS_TOKEN_ACTIVE_SQL, EVICT_ACCOUNT_CODES_SQL, EVICT_CLIENT_CODE_SQL, EVICT_CLIENT_SQL, EVICTABLE_OPEN_CLIENTS_WHERE, EVICTED_CLIENT_CODES_SQL, UNUSED_OPEN_CLIENTS_WHERE, OAUTH_CLIENT_LATE_INDEXES } from "../sql/oauth.ts";
 
 /** Shared query text (`$n`) in SQLite's numbered parameters (`?n`). */
 const numbered = (text: string) => text.replaceAll("$", "?");
@@ -129,7 +129,7 @@ function oauthClientsAndCodes(db: Database): Pick<OAuthStore, "registerClient" |
 }
 
 /** Refresh and access tokens, signing keys and pruning in the SQLite file. */
-function oauthTokensAndKeys(db: Database): Pick<OAuthStore, "rotateRefreshToken" | "findRefreshToken" | "revokeGrant" | "revokeAccessToken" | "accessTokenActive" | "signingKeys" | "addSigningKey" | "dropSigningKeys" | "retireSigningKeys" | "prune"> {
+function oauthTokensAndKeys(db: Database): Pick<OAuthStore, "rotateRefreshToken" | "findRefreshToken" | "revokeGrant" | "revokeAccessToken" | "accessTokenActive" | "signingKeys" | "addSigningKey" | "dropSigningKeys" | "retireSigningKeys" | "signerKeys" | "seeSignerKey" | "dropSignerKeys" | "prune"> {
   const findClient = db.query<OAuthClientRow, [string]>("SELECT * FROM oauth_clients WHERE client_id = ? AND evicted_at_ms IS NULL");
   const grantOf = db.query<Record<string, unknown>, [string]>("SELECT * FROM oauth_grants WHERE id = ?");
   const revokeGrant = db.query("UPDATE oauth_grants SET revoked_at_ms = ?2 WHERE id = ?1 AND revoked_at_ms IS NULL");
@@ -198,6 +198,15 @@ function oauthTokensAndKeys(db: Database): Pick<OAuthStore, "rotateRefreshToken"
     },
     retireSigningKeys(nowMs) {
       return Promise.resolve(db.query("UPDATE oauth_signing_keys SET retired_at_ms = ? WHERE retired_at_ms IS NULL").run(nowMs).changes);
+    },
+    signerKeys: () =>
+      Promise.resolve(db.query<Record<string, unknown>, []>("SELECT * FROM oauth_signer_keys ORDER BY seen_at_ms DESC, kid DESC").all().map(toSignerPublicKey)),
+    seeSignerKey(kid, publicJwk, nowMs) {
+      db.query(numbered(seeSignerKeySql("MAX"))).run(kid, publicJwk, nowMs);
+      return Promise.resolve();
+    },
+    dropSignerKeys(seenBefore) {
+      return Promise.resolve(db.query("DELETE FROM oauth_signer_keys WHERE seen_at_ms < ?").run(seenBefore).changes);
     },
     prune: (now, unusedBefore) => Promise.resolve(prune.immediate(now, unusedBefore)),
   };

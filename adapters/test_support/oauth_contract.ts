@@ -374,5 +374,32 @@ export function oauthStorageContract(name: string, open: () => Promise<Storage>,
   describe.skipIf(options.skip !== undefined)(`oauth storage contract: ${name}`, () => {
     clientAndCodeTests(open);
     tokenTests(open);
+    signerKeyTests(open);
+  });
+}
+
+/** The public keys of the instances' OAUTH_SIGNERs (decisions §27): recorded, seen again, dropped once unseen. */
+function signerKeyTests(open: () => Promise<Storage>) {
+  test("oauth: a signer's public key is recorded once, its sighting only moves forward, and it is dropped once unseen since the bound", async () => {
+    const { oauth } = await open();
+    const base = T0 + 20_000_000 + counter * 1_000;
+    const [a, b] = [fresh("signer-a"), fresh("signer-b")];
+    const jwk = (kid: string) => JSON.stringify({ kty: "EC", crv: "P-256", x: "x", y: "y", kid });
+    await oauth.seeSignerKey(a, jwk(a), base);
+    await oauth.seeSignerKey(b, jwk(b), base + 10);
+    // Seen again by an instance whose clock is ahead, then by one whose clock is behind: the later sighting stays.
+    await oauth.seeSignerKey(a, jwk(a), base + 50);
+    await oauth.seeSignerKey(a, jwk(a), base + 20);
+    const ours = (await oauth.signerKeys()).filter((k) => k.kid === a || k.kid === b);
+    expect(ours).toEqual([
+      { kid: a, publicJwk: jwk(a), firstSeenAtMs: base, seenAtMs: base + 50 },
+      { kid: b, publicJwk: jwk(b), firstSeenAtMs: base + 10, seenAtMs: base + 10 },
+    ]);
+    expect(await oauth.dropSignerKeys(base + 10)).toBe(0);
+    expect(await oauth.dropSignerKeys(base + 11)).toBe(1);
+    expect((await oauth.signerKeys()).map((k) => k.kid)).toContain(a);
+    expect((await oauth.signerKeys()).map((k) => k.kid)).not.toContain(b);
+    expect(await oauth.dropSignerKeys(base + 51)).toBe(1);
+    expect((await oauth.signerKeys()).map((k) => k.kid)).not.toContain(a);
   });
 }

@@ -9,6 +9,7 @@ export function fakeOAuthStore() {
   const refresh = new Map<string, import("../oauth.ts").RefreshToken>();
   const revoked = new Set<string>();
   const keys: import("../oauth.ts").StoredSigningKey[] = [];
+  const signerKeys = new Map<string, import("../oauth.ts").SignerPublicKey>();
   const store = {
     writes: 0,
     clients,
@@ -180,6 +181,21 @@ export function fakeOAuthStore() {
     retireSigningKeys(nowMs: number) {
       let n = 0;
       keys.splice(0, keys.length, ...keys.map((k) => (k.retiredAtMs === null || k.retiredAtMs === undefined ? (n++, { ...k, retiredAtMs: nowMs }) : k)));
+      return Promise.resolve(n);
+    },
+    signerKeys: () => Promise.resolve([...signerKeys.values()].sort((a, b) => b.seenAtMs - a.seenAtMs)),
+    seeSignerKey(kid: string, publicJwk: string, nowMs: number) {
+      const known = signerKeys.get(kid);
+      signerKeys.set(kid, known === undefined ? { kid, publicJwk, firstSeenAtMs: nowMs, seenAtMs: nowMs } : { ...known, seenAtMs: Math.max(known.seenAtMs, nowMs) });
+      return Promise.resolve();
+    },
+    dropSignerKeys(seenBefore: number) {
+      let n = 0;
+      for (const [kid, key] of signerKeys) {
+        if (key.seenAtMs >= seenBefore) continue;
+        signerKeys.delete(kid);
+        n++;
+      }
       return Promise.resolve(n);
     },
     prune: () => Promise.resolve(0),

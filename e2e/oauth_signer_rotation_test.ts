@@ -1,0 +1,101 @@
+/**
+ * Rotating `OAUTH_SIGNER` (decisions §19, §27, §28) logs nobody out. On SQLite, the service restarted with a new key:
+ * a token the old key signed still works and the JWKS lists both keys. On PostgreSQL, a rolling restart's two
+ * instances with different keys: each accepts the other's tokens, and both publish both keys. (Found by attack: every
+ * live token was refused by the new instance, and the new instance's tokens by the old.)
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { generatePrivateKey } from "viem/accounts";
+import { TEST_RELAY_LIMITS } from "./harness.ts";
+import { postgresUnavailableReason } from "./support/postgres.ts";
+import { type PostgresInstances, startPostgresInstances } from "./support/postgres_instances.ts";
+import { restartableService } from "./support/restartable_service.ts";
+import { signInCookie } from "./support/sign_in.ts";
+
+const APP = "https://app.test";
+const KEY_A = generatePrivateKey().slice(2);
+const KEY_B = generatePrivateKey().slice(2);
+/** What every instance shares: one public address (the tokens' issuer and audience), sign-in, both keys at hand. */
+const SHARED = {
+  PUBLIC_BASE_URL: "http://ats.test",
+  SIWE_DOMAINS: "app.test",
+  CORS_ORIGINS: APP,
+  OAUTH_KEY_A: KEY_A,
+  OAUTH_KEY_B: KEY_B,
+};
+
+/** An API client (client_credentials) of a freshly signed-in account at `base`, and a way to get its tokens anywhere. */
+async function apiClient(base: string) {
+  const cookie = await signInCookie(base, generatePrivateKey(), { origin: APP });
+  const created = await fetch(`${base}/api/private/oauth/clients`, {
+    method: "POST",
+    headers: { cookie, origin: APP, "content-type": "application/json" },
+    body: JSON.stringify({ client_name: "CI", scope: "account:read", grant_types: ["client_credentials"] }),
+  });
+  expect(created.status).toBe(201);
+  const { client_id, client_secret } = await created.json() as { client_id: string; client_secret: string };
+  return async (at: string) => {
+    const res = await fetch(`${at}/oauth/token`, {
+      method: "POST",
+      headers: { authorization: `Basic ${btoa(`${client_id}:${client_secret}`)}`, "content-type": "application/x-www-form-urlencoded" },
+      body: "grant_type=client_credentials",
+    });
+    expect(res.status).toBe(200);
+    return (await res.json() as { access_token: string }).access_token;
+  };
+}
+
+const me = async (base: string, token: string) => (await fetch(`${base}/api/private/accounts/me`, { headers: { authorization: `Bearer ${token}` } })).status;
+const kidOf = (token: string) => (JSON.parse(Buffer.from(token.split(".")[0]!, "base64url").toString("utf8")) as { kid: string }).kid;
+const jwksKids = async (base: string) => ((await (await fetch(`${base}/oauth/jwks.json`)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+
+describe("OAUTH_SIGNER rotated on SQLite (one instance, restarted with the new key)", () => {
+  const stack = restartableService("ats-oauth-rotation-");
+
+  test("a token the old key signed keeps working after the restart; the JWKS lists both keys", async () => {
+    const first = await stack.start({ ...SHARED, OAUTH_SIGNER: "env:OAUTH_KEY_A" });
+    const token = await apiClient(first.url);
+    const before = await token(first.url);
+    expect(await me(first.url, before)).toBe(200);
+    expect(await first.stop()).toBe(0);
+
+    const second = await stack.start({ ...SHARED, OAUTH_SIGNER: "env:OAUTH_KEY_B" });
+    const after = await token(second.url);
+    expect(kidOf(after)).not.toBe(kidOf(before));
+    expect({ before: await me(second.url, before), after: await me(second.url, after) }).toEqual({ before: 200, after: 200 });
+    expect(await jwksKids(second.url)).toEqual([kidOf(after), kidOf(before)]);
+  });
+});
+
+const skip = postgresUnavailableReason();
+if (skip !== undefined) console.warn(`[oauth_signer_rotation_test] ${skip}`);
+
+describe.skipIf(skip !== undefined)(`OAUTH_SIGNER rotated on PostgreSQL (a rolling restart: two instances, two keys)${skip ? ` (skipped: ${skip})` : ""}`, () => {
+  let pg: PostgresInstances;
+  beforeAll(async () => {
+    pg = await startPostgresInstances("ats-oauth-rotation-pg-");
+  });
+  afterAll(async () => {
+    for (const code of await pg?.stop() ?? []) expect(code).toBe(0);
+  });
+
+  test("each instance accepts the other's tokens, the old one without a restart; both publish both keys", async () => {
+    const [old] = await pg.start({ ...SHARED, ...TEST_RELAY_LIMITS, OAUTH_SIGNER: "env:OAUTH_KEY_A" });
+    const token = await apiClient(old!.url);
+    const before = await token(old!.url);
+    expect(await me(old!.url, before)).toBe(200);
+    // The old instance has read the keys already; the new one starts beside it.
+    expect(await jwksKids(old!.url)).toEqual([kidOf(before)]);
+    const [next] = await pg.start({ ...SHARED, ...TEST_RELAY_LIMITS, OAUTH_SIGNER: "env:OAUTH_KEY_B" });
+    const after = await token(next!.url);
+    expect(kidOf(after)).not.toBe(kidOf(before));
+    expect({
+      oldAtNew: await me(next!.url, before),
+      newAtOld: await me(old!.url, after),
+      newAtNew: await me(next!.url, after),
+      oldAtOld: await me(old!.url, before),
+    }).toEqual({ oldAtNew: 200, newAtOld: 200, newAtNew: 200, oldAtOld: 200 });
+    expect(await jwksKids(next!.url)).toEqual([kidOf(after), kidOf(before)]);
+    expect(await jwksKids(old!.url)).toEqual([kidOf(before), kidOf(after)]);
+  });
+});
