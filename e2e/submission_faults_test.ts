@@ -405,3 +405,73 @@ describe("a 409 DUPLICATE naming a transaction on its way, under an Idempotency-
     }
   });
 });
+
+describe("a 503 OUTCOME_UNKNOWN kept under an Idempotency-Key", () => {
+  test("is answered, on a retry under the key, as its submission now stands: mined, the 200 with the uid (single and batch); released, its failure, and the signature runs again", async () => {
+    // It was replayed verbatim for the key's 24 hours: "unknown" after the transaction was mined, or released and its
+    // signature accepted again (decisions §15, §23).
+    const post = async (base: string, path: string, payload: unknown, key?: string) => {
+      const headers: Record<string, string> = { "content-type": "application/json", ...(key === undefined ? {} : { "idempotency-key": key }) };
+      const res = await fetch(`${base}${path}`, { method: "POST", headers, body: JSON.stringify(payload) });
+      return { status: res.status, replayed: res.headers.get("idempotent-replayed"), body: await res.json() as Record<string, any> };
+    };
+    const single = "/v1/delegated-attest";
+    const batchPath = "/v1/delegated-attest/batch";
+    const minedKey = crypto.randomUUID();
+    const batchKey = crypto.randomUUID();
+    const releasedKey = crypto.randomUUID();
+    // The node takes these two transactions (they mine) but the answers are lost.
+    const mined = await signedReview(generatePrivateKey());
+    goAwayAtSend(true);
+    const unknown = await post(stack.baseUrl, single, mined.body, minedKey);
+    expect([unknown.status, unknown.body.code]).toEqual([503, "OUTCOME_UNKNOWN"]);
+    healProxy();
+    const batched = await signedReview(generatePrivateKey());
+    goAwayAtSend(true);
+    const batchUnknown = await post(stack.baseUrl, batchPath, { requests: [batched.body] }, batchKey);
+    expect([batchUnknown.status, batchUnknown.body.results[0].code]).toEqual([200, "OUTCOME_UNKNOWN"]);
+    expect([await attestationsBy(mined.attester), await attestationsBy(batched.attester)]).toEqual([1, 1]);
+    // These bytes never reach the node: the record stays "sent".
+    healProxy();
+    const released = await signedReview(generatePrivateKey());
+    goAwayAtSend(false);
+    const releasedUnknown = await post(stack.baseUrl, single, released.body, releasedKey);
+    expect([releasedUnknown.status, releasedUnknown.body.code]).toEqual([503, "OUTCOME_UNKNOWN"]);
+    healProxy();
+
+    // Not settled yet (the periodic rounds leave rows younger than their grace alone): the kept answers, replayed.
+    for (const [path, payload, key, kept] of [[single, mined.body, minedKey, unknown], [batchPath, { requests: [batched.body] }, batchKey, batchUnknown], [single, released.body, releasedKey, releasedUnknown]] as const) {
+      const again = await post(stack.baseUrl, path, payload, key);
+      expect([again.status, again.replayed, again.body]).toEqual([kept.status, "true", kept.body]);
+    }
+
+    // The restart's reconciler finds the two mined, and releases the third, its resent bytes refused.
+    proxy.onCall = (call) => (isSend(call.method) ? { code: -32000, message: "nonce too high" } : undefined);
+    const restarted = await stack.restartService(env(dns.address));
+    try {
+      expect(await replayRow(mined.signature)).toMatchObject({ state: "mined" });
+      expect(await replayRow(released.signature)).toBeUndefined();
+      healProxy();
+      const sendsBefore = proxy.calls.filter((c) => isSend(c.method)).length;
+      const minedAgain = await post(restarted.url, single, mined.body, minedKey);
+      expect([minedAgain.status, minedAgain.replayed, minedAgain.body.success, minedAgain.body.txHash]).toEqual([200, "true", true, unknown.body.details]);
+      expect(minedAgain.body.uid).toMatch(/^0x[0-9a-f]{64}$/);
+      // Kept now: the same answer again.
+      const minedThird = await post(restarted.url, single, mined.body, minedKey);
+      expect([minedThird.status, minedThird.replayed, minedThird.body.uid]).toEqual([200, "true", minedAgain.body.uid]);
+      const batchAgain = await post(restarted.url, batchPath, { requests: [batched.body] }, batchKey);
+      expect([batchAgain.status, batchAgain.replayed, batchAgain.body.txHash]).toEqual([200, "true", batchUnknown.body.txHash]);
+      expect(batchAgain.body.results[0].uid).toMatch(/^0x[0-9a-f]{64}$/);
+      // Released: answered as a dead request's retry is (its failure, nothing of it attested), and nothing sent.
+      const releasedAgain = await post(restarted.url, single, released.body, releasedKey);
+      expect([releasedAgain.status, releasedAgain.replayed, releasedAgain.body.code]).toEqual([500, "true", "SUBMISSION_FAILED"]);
+      expect(proxy.calls.filter((c) => isSend(c.method)).length).toBe(sendsBefore);
+      // The signature is accepted again: under a new key it runs, and is attested once.
+      const fresh = await post(restarted.url, single, released.body, crypto.randomUUID());
+      expect([fresh.status, fresh.replayed]).toEqual([200, null]);
+      expect([await attestationsBy(mined.attester), await attestationsBy(batched.attester), await attestationsBy(released.attester)]).toEqual([1, 1, 1]);
+    } finally {
+      await restarted.stop();
+    }
+  });
+});

@@ -22,7 +22,9 @@ export type IdempotentWrite = {
   /**
    * The answer of what a request that died (a crash) noted under the key (decisions §23: it answers as that write's
    * outcome says); undefined (or absent) when nothing was written: the retry runs the write again. A resumed 503
-   * `OUTCOME_UNKNOWN` (still on its way) is not kept: the key stays with the write, and a later retry asks again.
+   * `OUTCOME_UNKNOWN` (still on its way) is not kept: the key stays with the write, and a later retry asks again. A
+   * kept 503 `OUTCOME_UNKNOWN` whose request noted a write is answered the same way on its retry (with
+   * `Idempotent-Replayed: true`), and kept as it was while the write is still on its way; absent, it is replayed.
    */
   readonly resume?: ((noted: string) => Promise<Response | undefined>) | undefined;
 };
@@ -59,6 +61,9 @@ export async function idempotent(
     case "in-use":
       return refuse(decision.code, decision.message, { "retry-after": String(decision.retryAfterSeconds) });
   }
+  // A kept "outcome unknown" taken back to answer from the write its request noted (decisions §23), as below.
+  const kept = decision.kept;
+  if (kept !== undefined && write.resume === undefined) return await givenBack(decision.finish, kept);
   let response: Response;
   let resumed: Response | undefined;
   try {
@@ -66,13 +71,20 @@ export async function idempotent(
     resumed = noted !== undefined && write.resume !== undefined ? await write.resume(noted) : undefined;
     response = resumed ?? await run({ attach: decision.attach });
   } catch (error) {
-    await decision.finish(undefined);
+    await decision.finish(kept);
     throw error;
   }
-  const kept = await storedAnswer(response);
-  if (resumed !== undefined && storedAnswerCode(kept) === "OUTCOME_UNKNOWN") return response;
-  await decision.finish(keepsStoredAnswer(kept) ? kept : undefined);
-  return response;
+  const answer = await storedAnswer(response);
+  if (resumed !== undefined && storedAnswerCode(answer) === "OUTCOME_UNKNOWN") return kept === undefined ? response : await givenBack(decision.finish, kept);
+  await decision.finish(keepsStoredAnswer(answer) ? answer : undefined);
+  // The outcome of the request a kept answer was given to, answered to its retry.
+  return resumed !== undefined && kept !== undefined ? replayed(answer) : response;
+}
+
+/** A kept answer taken back whose write is still on its way: kept again, and replayed. */
+async function givenBack(finish: (answer: StoredAnswer | undefined) => Promise<void>, kept: StoredAnswer): Promise<Response> {
+  await finish(kept);
+  return replayed(kept);
 }
 
 /** The answer as it is kept: status, the headers that describe it, and its text. */

@@ -5,6 +5,7 @@ import { createIdempotency } from "../domain/idempotency/mod.ts";
 import { fail, ok } from "../domain/result.ts";
 import { fakeClock, fakeEasReader, fakeIdempotencyStore } from "../ports/fakes/mod.ts";
 import { createApp } from "./app.ts";
+import { idempotent } from "./idempotency.ts";
 import { minimalAppDeps } from "./testing.ts";
 import { createRateLimiter, type RateLimiter } from "../domain/rate_limit.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
@@ -254,5 +255,56 @@ describe("Idempotency-Key on the public relay (decisions §23)", () => {
       expect((await answer.json()).code).toBe("INVALID_INPUT");
     }
     expect(env.calls()).toBe(0);
+  });
+});
+
+describe("idempotent() of a kept 503 OUTCOME_UNKNOWN (the witness and the paid writes)", () => {
+  test("a retry answers from the write its request noted: replayed as kept while on its way, the outcome once settled, run again once given back", async () => {
+    const idempotency = createIdempotency({ store: fakeIdempotencyStore(), clock: fakeClock() });
+    const unknown = () => new Response(JSON.stringify({ error: "x", code: "OUTCOME_UNKNOWN", details: "0xab" }), { status: 503, headers: { "content-type": "application/json" } });
+    let runs = 0;
+    let resumes = 0;
+    let stands: "on-its-way" | "written" | "given-back" = "on-its-way";
+    const write = {
+      scope: "account:a",
+      body: '{"subject":"did:web:a.test"}',
+      resume: (noted: string) => {
+        resumes++;
+        expect(noted).toBe("witness-write:w1");
+        if (stands === "given-back") return Promise.resolve(undefined);
+        return Promise.resolve(stands === "written" ? Response.json({ uid: "0x1" }) : unknown());
+      },
+    };
+    const run = async ({ attach }: { attach?: ((noted: string) => Promise<void>) | undefined }) => {
+      runs++;
+      if (runs > 1) return Response.json({ uid: "0x2" });
+      await attach?.("witness-write:w1");
+      return unknown();
+    };
+    const send = async (w: typeof write | Omit<typeof write, "resume">) => {
+      const res = await idempotent(idempotency, new Request("http://x/v1/controller-witness", { method: "POST", headers: { "idempotency-key": "k" } }), w, run);
+      return { status: res.status, replayed: res.headers.get("idempotent-replayed"), body: await res.json() as Record<string, unknown> };
+    };
+    expect(await send(write)).toMatchObject({ status: 503, replayed: null });
+    // Still on its way: replayed as kept; a route that cannot resume replays it too.
+    expect(await send(write)).toMatchObject({ status: 503, replayed: "true", body: { code: "OUTCOME_UNKNOWN" } });
+    expect(await send({ scope: write.scope, body: write.body })).toMatchObject({ status: 503, replayed: "true" });
+    stands = "written";
+    expect(await send(write)).toEqual({ status: 200, replayed: "true", body: { uid: "0x1" } });
+    // Kept now: replayed without asking again.
+    expect(await send(write)).toEqual({ status: 200, replayed: "true", body: { uid: "0x1" } });
+    expect([runs, resumes]).toEqual([1, 2]);
+
+    // Given back (the reconciler released it): the request runs again under the key, as a dead request's retry does.
+    const again = createIdempotency({ store: fakeIdempotencyStore(), clock: fakeClock() });
+    [runs, resumes, stands] = [0, 0, "given-back"];
+    const sendAgain = async () => {
+      const res = await idempotent(again, new Request("http://x/v1/controller-witness", { method: "POST", headers: { "idempotency-key": "k" } }), write, run);
+      return { status: res.status, replayed: res.headers.get("idempotent-replayed") };
+    };
+    expect(await sendAgain()).toEqual({ status: 503, replayed: null });
+    expect(await sendAgain()).toEqual({ status: 200, replayed: null });
+    expect(await sendAgain()).toEqual({ status: 200, replayed: "true" });
+    expect([runs, resumes]).toEqual([2, 1]);
   });
 });

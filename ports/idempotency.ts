@@ -35,6 +35,14 @@ export type IdempotencyBegin =
   /** Someone holds the key: its record as it stands. */
   | { readonly kind: "exists"; readonly record: IdempotencyRecord };
 
+/** What {@link IdempotencyStore.reopen} takes back: the kept answer it must still hold, and the new lease. */
+export type ReopenedKey = {
+  readonly fingerprint: string;
+  readonly answer: StoredAnswer;
+  readonly nowMs: number;
+  readonly leaseUntilMs: number;
+};
+
 /**
  * Durable idempotency keys, in the same database as the submission records, so a key's record is exact across
  * instances and survives a crash: it is written before the request's work begins.
@@ -55,6 +63,14 @@ export interface IdempotencyStore {
   readonly attach: (scope: string, key: string, submissionId: string) => Promise<void>;
   /** Stores the answer of a running record and marks it done. */
   readonly complete: (scope: string, key: string, answer: StoredAnswer) => Promise<void>;
+  /**
+   * Takes a done record back to running (its answer cleared, its lease until `leaseUntilMs`) while it still holds
+   * `answer` for `fingerprint`, names a submission and has not expired at `nowMs`: a kept answer that named no outcome
+   * yet (503 `OUTCOME_UNKNOWN`), whose retry answers from that submission as a dead request's retry does (decisions
+   * §23), then keeps what it answered (or gives `answer` back with `complete`). One statement: of retries racing, one
+   * takes it (true). Absent: such answers are replayed as kept.
+   */
+  readonly reopen?: ((scope: string, key: string, held: ReopenedKey) => Promise<boolean>) | undefined;
   /** Forgets a running record whose answer is not kept (a 429, a missing credential), so a retry runs afresh. */
   readonly abandon: (scope: string, key: string) => Promise<void>;
   /** Drops the records expired before `nowMs`; returns how many. */

@@ -47,6 +47,16 @@ export function createPostgresIdempotency(sql: SQL): IdempotencyStore {
     async attach(scope, key, submissionId) {
       await sql`UPDATE idempotency_keys SET submission_id = ${submissionId} WHERE scope = ${scope} AND key = ${key} AND state = 'running'`;
     },
+    async reopen(scope, key, held) {
+      const { answer } = held;
+      const taken = await sql`
+        UPDATE idempotency_keys SET state = 'running', status = NULL, headers = NULL, body = NULL, lease_until_ms = ${held.leaseUntilMs}
+        WHERE scope = ${scope} AND key = ${key} AND state = 'done' AND fingerprint = ${held.fingerprint} AND submission_id IS NOT NULL
+          AND status = ${answer.status} AND headers = ${JSON.stringify(answer.headers)} AND body = ${answer.body}
+          AND expires_at_ms > ${held.nowMs}
+        RETURNING key` as unknown[];
+      return taken.length === 1;
+    },
     async abandon(scope, key) {
       await sql`DELETE FROM idempotency_keys WHERE scope = ${scope} AND key = ${key} AND state = 'running'`;
     },

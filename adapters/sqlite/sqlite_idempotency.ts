@@ -26,6 +26,11 @@ export function createSqliteIdempotency(db: Database): IdempotencyStore {
   const find = db.query<Record<string, unknown>, [string, string]>("SELECT * FROM idempotency_keys WHERE scope = ? AND key = ?");
   const complete = db.query("UPDATE idempotency_keys SET state = 'done', status = ?, headers = ?, body = ? WHERE scope = ? AND key = ? AND state = 'running'");
   const attach = db.query("UPDATE idempotency_keys SET submission_id = ? WHERE scope = ? AND key = ? AND state = 'running'");
+  const reopen = db.query(
+    `UPDATE idempotency_keys SET state = 'running', status = NULL, headers = NULL, body = NULL, lease_until_ms = $lease
+     WHERE scope = $scope AND key = $key AND state = 'done' AND fingerprint = $fingerprint AND submission_id IS NOT NULL
+       AND status = $status AND headers = $headers AND body = $body AND expires_at_ms > $now`,
+  );
   const abandon = db.query("DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND state = 'running'");
   const prune = db.query("DELETE FROM idempotency_keys WHERE expires_at_ms <= ?");
   const endLeases = db.query("UPDATE idempotency_keys SET lease_until_ms = ?1 WHERE state = 'running' AND lease_until_ms > ?1");
@@ -57,6 +62,20 @@ export function createSqliteIdempotency(db: Database): IdempotencyStore {
     attach(scope, key, submissionId) {
       attach.run(submissionId, scope, key);
       return Promise.resolve();
+    },
+    reopen(scope, key, held) {
+      const { answer } = held;
+      const taken = reopen.run({
+        scope,
+        key,
+        fingerprint: held.fingerprint,
+        status: answer.status,
+        headers: JSON.stringify(answer.headers),
+        body: answer.body,
+        now: held.nowMs,
+        lease: held.leaseUntilMs,
+      });
+      return Promise.resolve(taken.changes === 1);
     },
     abandon(scope, key) {
       abandon.run(scope, key);

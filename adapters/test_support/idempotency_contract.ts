@@ -47,4 +47,30 @@ export function idempotencyContract(open: () => Promise<Storage>) {
     expect(outcomes.filter((o) => o.kind === "started")).toHaveLength(1);
     expect(outcomes.filter((o) => o.kind === "exists")).toHaveLength(29);
   });
+  test("idempotency keys: a done key noting a submission is taken back to running by one of its retries while it holds the kept answer", async () => {
+    const { idempotency } = await open();
+    const scope = fresh("account");
+    const record = (key: string) => ({ scope, key, fingerprint: "f", createdAtMs: T0, expiresAtMs: T0 + 86_400_000, leaseUntilMs: T0 + 300_000 });
+    const unknown = { status: 503, headers: { "content-type": "application/json" }, body: '{"code":"OUTCOME_UNKNOWN"}' };
+    const held = (nowMs: number) => ({ fingerprint: "f", answer: unknown, nowMs, leaseUntilMs: nowMs + 300_000 });
+    await idempotency.begin(record("noted"));
+    await idempotency.attach(scope, "noted", "sub-1");
+    await idempotency.complete(scope, "noted", unknown);
+    // Another request's fingerprint, another answer, or past the key's 24 hours: not taken.
+    expect(await idempotency.reopen!(scope, "noted", { ...held(T0 + 1), fingerprint: "g" })).toBe(false);
+    expect(await idempotency.reopen!(scope, "noted", { ...held(T0 + 1), answer: { ...unknown, body: "{}" } })).toBe(false);
+    expect(await idempotency.reopen!(scope, "noted", held(T0 + 86_400_000))).toBe(false);
+    const raced = await Promise.all(Array.from({ length: 10 }, () => idempotency.reopen!(scope, "noted", held(T0 + 1))));
+    expect(raced.filter(Boolean)).toHaveLength(1);
+    expect(await idempotency.find(scope, "noted")).toMatchObject({ state: "running", answer: null, submissionId: "sub-1", leaseUntilMs: T0 + 300_001 });
+    // Its new answer is kept as a first request's is.
+    const mined = { status: 200, headers: {}, body: '{"uid":"0x1"}' };
+    await idempotency.complete(scope, "noted", mined);
+    expect(await idempotency.find(scope, "noted")).toMatchObject({ state: "done", answer: mined, submissionId: "sub-1" });
+    expect(await idempotency.reopen!(scope, "noted", held(T0 + 2))).toBe(false);
+    // A key that noted no submission is never taken back.
+    await idempotency.begin(record("bare"));
+    await idempotency.complete(scope, "bare", unknown);
+    expect(await idempotency.reopen!(scope, "bare", held(T0 + 1))).toBe(false);
+  });
 }

@@ -29,13 +29,17 @@ export type IdempotencyDecision =
   /**
    * The first request with this key: run it, then hand its answer to `finish` (undefined when it is not kept); a
    * submission it opens is noted with `attach`. `resumed`: the key of a request that died after opening this
-   * submission (a crash), whose outcome the retry answers with instead of running again (decisions §23).
+   * submission (a crash), whose outcome the retry answers with instead of running again (decisions §23). `kept`: the
+   * key's kept answer when it named no outcome yet (503 `OUTCOME_UNKNOWN`, {@link awaitsOutcome}) and this retry took
+   * the key back to answer from `resumed` as it now stands, the same way; while that is still on its way, the retry is
+   * answered `kept` again, handed back to `finish` (as on a throw). Absent: a first request, or a dead one's.
    */
   | {
     readonly kind: "run";
     readonly finish: (answer: StoredAnswer | undefined) => Promise<void>;
     readonly attach: (submissionId: string) => Promise<void>;
     readonly resumed: string | undefined;
+    readonly kept?: StoredAnswer | undefined;
   }
   /** A retry of a finished request: give its stored answer again. */
   | { readonly kind: "replay"; readonly answer: StoredAnswer }
@@ -79,16 +83,25 @@ export function createIdempotency(deps: IdempotencyDeps): Idempotency {
     const fingerprint = requestFingerprint(request);
     const nowMs = deps.clock.nowMs();
     const { scope, key } = request;
-    const begun = await deps.store.begin({ scope, key, fingerprint, createdAtMs: nowMs, expiresAtMs: nowMs + keepMs, leaseUntilMs: nowMs + leaseMs });
-    if (begun.kind === "started") {
-      return {
-        kind: "run",
-        finish: (answer) => (answer === undefined ? deps.store.abandon(scope, key) : deps.store.complete(scope, key, answer)),
-        attach: (submissionId) => deps.store.attach(scope, key, submissionId),
-        resumed: begun.submissionId ?? undefined,
-      };
-    }
-    return heldAnswer(begun.record, fingerprint);
+    const leaseUntilMs = nowMs + leaseMs;
+    const begun = await deps.store.begin({ scope, key, fingerprint, createdAtMs: nowMs, expiresAtMs: nowMs + keepMs, leaseUntilMs });
+    const run = (resumed: string | undefined, kept?: StoredAnswer): IdempotencyDecision => ({
+      kind: "run",
+      finish: (answer) => (answer === undefined ? deps.store.abandon(scope, key) : deps.store.complete(scope, key, answer)),
+      attach: (submissionId) => deps.store.attach(scope, key, submissionId),
+      resumed,
+      ...(kept === undefined ? {} : { kept }),
+    });
+    if (begun.kind === "started") return run(begun.submissionId ?? undefined);
+    const held = heldAnswer(begun.record, fingerprint);
+    // A kept answer that named no outcome yet, given by a request that did not die: its retry answers from the submission
+    // it noted, as a dead request's does. Kept as it was, it said "unknown" for the key's 24 hours after the write was
+    // mined, or released and its signature accepted again.
+    const noted = begun.record.submissionId;
+    if (held.kind !== "replay" || noted === null || deps.store.reopen === undefined || !awaitsOutcome(held.answer)) return held;
+    if (await deps.store.reopen(scope, key, { fingerprint, answer: held.answer, nowMs, leaseUntilMs })) return run(noted, held.answer);
+    // Another retry took it back first, and is answering from the submission now.
+    return IN_USE;
   };
   const lookup = async (request: IdempotentRequest): Promise<IdempotencyAnswer | undefined> => {
     const held = await deps.store.find(request.scope, request.key);
@@ -108,12 +121,25 @@ function heldAnswer(held: IdempotencyRecord, fingerprint: string): IdempotencyAn
     return { kind: "reused", code: "IDEMPOTENCY_KEY_REUSED", message: "This Idempotency-Key was used for a different request" };
   }
   if (held.state === "done" && held.answer !== null) return { kind: "replay", answer: held.answer };
-  return {
-    kind: "in-use",
-    code: "IDEMPOTENCY_KEY_IN_USE",
-    message: "A request with this Idempotency-Key is still being processed",
-    retryAfterSeconds: IDEMPOTENCY_RETRY_AFTER_SECONDS,
-  };
+  return IN_USE;
+}
+
+const IN_USE: IdempotencyAnswer = {
+  kind: "in-use",
+  code: "IDEMPOTENCY_KEY_IN_USE",
+  message: "A request with this Idempotency-Key is still being processed",
+  retryAfterSeconds: IDEMPOTENCY_RETRY_AFTER_SECONDS,
+};
+
+/**
+ * Whether a kept answer names no outcome yet: a 503 `OUTCOME_UNKNOWN` (a send whose fate was not known; a tool's
+ * answer alike), or a batch's 200 one of whose requests is one (its transaction's fate not known). A retry under its key
+ * answers from the submission it noted, when it noted one ({@link createIdempotency}).
+ */
+export function awaitsOutcome(answer: Pick<StoredAnswer, "status" | "body">): boolean {
+  if (answer.status === 503) return storedAnswerCode(answer) === "OUTCOME_UNKNOWN";
+  const results = answer.status === 200 ? bodyOf(answer)?.results : undefined;
+  return Array.isArray(results) && results.some((r) => (r as { code?: unknown } | null)?.code === "OUTCOME_UNKNOWN");
 }
 
 /**

@@ -261,3 +261,44 @@ describe("keepsStoredAnswer() of a batch a request of which expired in the deleg
     expect(keepsStoredAnswer({ status: 200, body: body([expired, { status: 400, error: "x", code: "INVALID_INPUT" }]) })).toBe(true);
   });
 });
+
+describe("createIdempotency() of a kept 503 OUTCOME_UNKNOWN", () => {
+  const unknown = { status: 503, headers: { "content-type": "application/json" }, body: JSON.stringify({ error: "x", code: "OUTCOME_UNKNOWN", details: "0xab" }) };
+  const unknownBatch = { status: 200, headers: {}, body: JSON.stringify({ submissionId: "s-1", txHash: "0xab", results: [{ status: 503, error: "x", code: "OUTCOME_UNKNOWN", details: "0xab" }] }) };
+
+  test("whose request noted a submission: the retry takes the key back to answer from it, and one retry at a time does", async () => {
+    for (const kept of [unknown, unknownBatch]) {
+      const { idempotency, store } = setup();
+      const first = await idempotency(request);
+      if (first.kind !== "run") throw new Error(first.kind);
+      await first.attach("s-1");
+      await first.finish(kept);
+      const retry = await idempotency(request);
+      if (retry.kind !== "run") throw new Error(retry.kind);
+      expect([retry.resumed, retry.kept]).toEqual(["s-1", kept]);
+      expect(store.records.get(`${request.scope}\n${request.key}`)?.state).toBe("running");
+      // While it answers, another retry waits; another request under the key is still refused.
+      expect(await idempotency(request)).toMatchObject({ kind: "in-use", code: "IDEMPOTENCY_KEY_IN_USE" });
+      expect(await idempotency({ ...request, body: "{}" })).toMatchObject({ kind: "reused" });
+      // Still on its way: the kept answer is given back, and replayed as before.
+      await retry.finish(kept);
+      expect(await idempotency.lookup!(request)).toEqual({ kind: "replay", answer: kept });
+      const settled = await idempotency(request);
+      if (settled.kind !== "run") throw new Error(settled.kind);
+      // Settled: its answer is kept in place of "unknown", and replayed from then on.
+      await settled.finish(answer);
+      expect(await idempotency(request)).toEqual({ kind: "replay", answer });
+    }
+  });
+
+  test("without a noted submission, or any other kept answer, is replayed as kept", async () => {
+    for (const [kept, noted] of [[unknown, false], [answer, true], [{ ...unknown, status: 500 }, true]] as const) {
+      const { idempotency } = setup();
+      const first = await idempotency(request);
+      if (first.kind !== "run") throw new Error(first.kind);
+      if (noted) await first.attach("s-1");
+      await first.finish(kept);
+      expect(await idempotency(request)).toEqual({ kind: "replay", answer: kept });
+    }
+  });
+});

@@ -1,5 +1,6 @@
 /** Idempotency keys of writes (decisions §23): a retry gets the first answer, never a second write. */
 export {
+  awaitsOutcome,
   createIdempotency,
   DUPLICATE_ON_ITS_WAY,
   type Idempotency,

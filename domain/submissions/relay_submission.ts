@@ -79,8 +79,11 @@ export type RelayWriteOutcome<R> =
   | { readonly kind: "rate-limited"; readonly code: "RATE_LIMITED"; readonly message: string; readonly retryAfterSeconds: number }
   /** The key is another request's (422) or still in use (409 with `retryAfterSeconds`). */
   | { readonly kind: "key-refused"; readonly code: string; readonly message: string; readonly retryAfterSeconds?: number | undefined }
-  /** The request that first held the key died after opening this submission (a crash): answer as it stands. */
-  | { readonly kind: "resumed"; readonly submissionId: string; readonly view: SubmissionView | undefined }
+  /**
+   * The request that first held the key died after opening this submission (a crash), or was answered 503
+   * `OUTCOME_UNKNOWN` about it (`replayed`: that answer was kept): answer as it stands.
+   */
+  | { readonly kind: "resumed"; readonly submissionId: string; readonly view: SubmissionView | undefined; readonly replayed?: boolean | undefined }
   /** `async` and the submission was recorded: answer 202 now; the rest runs on. */
   | { readonly kind: "accepted"; readonly submissionId: string }
   /** The relay answered; `submissionId` once a transaction was handed to the chain. */
@@ -142,22 +145,30 @@ async function underKey<In, R extends RelayResult>(
   decision: Extract<IdempotencyDecision, { kind: "run" }>,
 ): Promise<RelayWriteRun<R>> {
   const keep = (answer: StoredAnswer | undefined) => decision.finish(answer !== undefined && keepsStoredAnswer(answer) ? answer : undefined);
+  // A kept 503 OUTCOME_UNKNOWN (or a batch's answer with one) taken back to answer from its submission (decisions §23).
+  const kept = decision.kept;
+  const givenBack = async (answer: StoredAnswer): Promise<RelayWriteRun<R>> => {
+    await decision.finish(answer);
+    return { outcome: { kind: "replay", answer } };
+  };
   try {
     const resumed = decision.resumed;
     const status = deps.tracking?.status;
-    if (resumed !== undefined && status !== undefined) {
-      const found = await status.read(resumed);
-      const view = found.ok ? found.value : undefined;
-      // A submission still on its way (or no longer known) is answered as it stands and not kept: the key stays with the
-      // write (its lease runs on), and a retry past it asks again and gets the outcome once settled, as the witness's
-      // and the paid relay's resumes do (http/idempotency.ts). Before, its 202 was kept, and replayed for the key's 24
-      // hours after the write was mined.
-      const settled = view !== undefined && (view.state === "mined" || view.state === "confirmed" || view.state === "failed");
-      return { outcome: { kind: "resumed", submissionId: resumed, view }, keep: settled ? keep : () => Promise.resolve() };
+    if (resumed === undefined || status === undefined) {
+      if (kept !== undefined) return await givenBack(kept);
+      return { outcome: await tracked(deps, write, send, decision.attach), keep };
     }
-    return { outcome: await tracked(deps, write, send, decision.attach), keep };
+    const found = await status.read(resumed);
+    const view = found.ok ? found.value : undefined;
+    // A submission still on its way (or no longer known) is answered as it stands and not kept: the key stays with the
+    // write (its lease runs on), and a retry past it asks again and gets the outcome once settled, as the witness's
+    // and the paid relay's resumes do (http/idempotency.ts). Before, its 202 was kept, and replayed for the key's 24
+    // hours after the write was mined. A kept answer taken back is given back as it was, and replayed.
+    const settled = view !== undefined && (view.state === "mined" || view.state === "confirmed" || view.state === "failed");
+    if (!settled && kept !== undefined) return await givenBack(kept);
+    return { outcome: { kind: "resumed", submissionId: resumed, view, replayed: kept !== undefined }, keep: settled ? keep : () => Promise.resolve() };
   } catch (error) {
-    await decision.finish(undefined);
+    await decision.finish(kept);
     throw error;
   }
 }

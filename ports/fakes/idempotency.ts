@@ -33,6 +33,14 @@ export function fakeIdempotencyStore() {
       if (held?.state === "running") records.set(id(scope, key), { ...held, state: "done", answer });
       return Promise.resolve();
     },
+    reopen(scope: string, key: string, taken: import("../idempotency.ts").ReopenedKey) {
+      const held = records.get(id(scope, key));
+      const same = held?.state === "done" && held.fingerprint === taken.fingerprint && held.submissionId !== null &&
+        held.expiresAtMs > taken.nowMs && JSON.stringify(held.answer) === JSON.stringify(taken.answer);
+      if (!same) return Promise.resolve(false);
+      records.set(id(scope, key), { ...held, state: "running", answer: null, leaseUntilMs: taken.leaseUntilMs });
+      return Promise.resolve(true);
+    },
     abandon(scope: string, key: string) {
       if (records.get(id(scope, key))?.state === "running") records.delete(id(scope, key));
       return Promise.resolve();

@@ -5,7 +5,7 @@
 import { parseIdempotencyKey } from "../../../domain/idempotency/mod.ts";
 import type { RelayWrite, RelayWriteOutcome, RelayWriteRun } from "../../../domain/submissions/mod.ts";
 import type { SubmissionView } from "../../../domain/submissions/mod.ts";
-import { IDEMPOTENCY_KEY_HEADER, replayed, storedAnswer } from "../../idempotency.ts";
+import { IDEMPOTENCY_KEY_HEADER, REPLAYED_HEADER, replayed, storedAnswer } from "../../idempotency.ts";
 import { prefersAsync } from "./_tracking.ts";
 
 /** The write of `input` as `request` asks it, or the refusal of a malformed `Idempotency-Key` (400). */
@@ -40,6 +40,8 @@ export type RelayWords<R> = {
 export async function relayAnswer<R>(run: RelayWriteRun<R>, words: RelayWords<R>): Promise<Response> {
   const response = wordOutcome(run.outcome, words);
   if (run.keep !== undefined) await run.keep(await storedAnswer(response));
+  // The outcome of a request whose kept answer named none yet, answered to its retry: a replay of that request.
+  if (run.outcome.kind === "resumed" && run.outcome.replayed === true) response.headers.set(REPLAYED_HEADER, "true");
   return response;
 }
 

@@ -1,6 +1,7 @@
 /** A tool's answer, and a write tool run under its idempotency key (decisions §20, §23). */
 import { type Idempotency, keepsAnswer } from "../../../domain/idempotency/mod.ts";
 import { canonicalJson } from "../../../domain/payments/mod.ts";
+import type { StoredAnswer } from "../../../ports/idempotency.ts";
 import { statusOf } from "../../errors.ts";
 
 /** A tool's answer: the route's JSON, or the route's error. */
@@ -25,6 +26,14 @@ export async function idempotentTool(
   const decision = await idempotency({ scope: request.scope, key: request.key, method: "TOOL", path: request.tool, body: canonicalJson(request.args) });
   if (decision.kind === "replay") return JSON.parse(decision.answer.body) as ToolOutcome;
   if (decision.kind !== "run") return { ok: false, code: decision.code, message: decision.message };
+  // A kept OUTCOME_UNKNOWN taken back to answer from the write its call noted, as a dead call's retry does; while that
+  // is still on its way (or nothing can read it) the kept answer is given back, and given again.
+  const kept = decision.kept;
+  const givenBack = async (answer: StoredAnswer) => {
+    await decision.finish(answer);
+    return JSON.parse(answer.body) as ToolOutcome;
+  };
+  if (kept !== undefined && resume === undefined) return await givenBack(kept);
   let outcome: ToolOutcome;
   let resumed: ToolOutcome | undefined;
   try {
@@ -32,12 +41,12 @@ export async function idempotentTool(
     resumed = decision.resumed !== undefined && resume !== undefined ? await resume(decision.resumed) : undefined;
     outcome = resumed ?? await run(decision.attach);
   } catch (error) {
-    await decision.finish(undefined);
+    await decision.finish(kept);
     throw error;
   }
   const status = outcome.ok ? 200 : statusOf(outcome.code);
   // A resumed write still under way is not kept: the next retry asks again (as http/idempotency.ts does).
-  if (resumed !== undefined && !outcome.ok && outcome.code === "OUTCOME_UNKNOWN") return outcome;
+  if (resumed !== undefined && !outcome.ok && outcome.code === "OUTCOME_UNKNOWN") return kept === undefined ? outcome : await givenBack(kept);
   await decision.finish(keepsAnswer(status, outcome.ok ? undefined : outcome.code, outcome.ok ? {} : { details: outcome.details, error: outcome.message }) ? { status, headers: {}, body: JSON.stringify(outcome) } : undefined);
   return outcome;
 }

@@ -634,3 +634,38 @@ describe("/mcp in the app", () => {
     expect([get.status, get.headers.get("allow")]).toEqual([405, "POST, DELETE, OPTIONS"]);
   });
 });
+
+describe("request_controller_witness answered OUTCOME_UNKNOWN under its idempotencyKey (decisions §23)", () => {
+  test("a retry answers from the write the call noted: kept as it was while on its way, run again once the write was given back", async () => {
+    const clock = fakeClock();
+    const ledger = fakeWriteLedger();
+    const account = { id: "acc-2", address: "0x00000000000000000000000000000000000000a2", plan: "free", createdAtMs: 0 } as unknown as Account;
+    let runs = 0;
+    const witness = (async (_body: unknown, _session: unknown, options: { onReserved?: (noted: string) => Promise<void> } = {}) => {
+      runs++;
+      await ledger.reserve({ id: `u${runs}`, accountId: account.id, year: 2027, fingerprint: "f", createdAtMs: clock.nowMs() }, 10);
+      await options.onReserved?.(`witness-write:u${runs}`);
+      await ledger.markSigned(`u${runs}`, fakeSignedTx("0x00000000000000000000000000000000000000f1", runs, "e"), clock.nowMs());
+      await ledger.markSent(`u${runs}`, clock.nowMs());
+      // Its answer lost: the write stays open for the reconciler.
+      return { result: fail("OUTCOME_UNKNOWN", "The witness transaction was sent but its outcome is not known yet; it will be settled", "0xab") };
+    }) as never;
+    const tools = createTools(fakeTools({
+      witness,
+      witnessResume: createWitnessResume({ ledger, nowMs: () => clock.nowMs() }),
+      idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
+    }), { withAccountTools: true });
+    const tool = tools.find((t) => t.name === "request_controller_witness")!;
+    const args = { subjectDid: "did:web:unknown.test", controllerDid: "did:pkh:eip155:1:0x00000000000000000000000000000000000000b2", idempotencyKey: "unknown-1" };
+    const first = await tool.run(args, { clientKey: "c", account });
+    expect(first).toMatchObject({ ok: false, code: "OUTCOME_UNKNOWN" });
+    // Still on its way: the kept answer again, and again (never IDEMPOTENCY_KEY_IN_USE), nothing run.
+    expect(await tool.run(args, { clientKey: "c", account })).toEqual(first);
+    expect(await tool.run(args, { clientKey: "c", account })).toEqual(first);
+    expect(runs).toBe(1);
+    // The reconciler gave the write back (nothing on chain): the retry runs the witness again, as a dead call's does.
+    await ledger.release("u1", clock.nowMs());
+    expect(await tool.run(args, { clientKey: "c", account })).toMatchObject({ ok: false, code: "OUTCOME_UNKNOWN" });
+    expect(runs).toBe(2);
+  });
+});
