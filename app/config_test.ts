@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ConfigError, readConfig } from "./config.ts";
+import { ConfigError, readConfig, withBoundPort } from "./config.ts";
 
 describe("readConfig()", () => {
   test("defaults to the embedded devnet on 127.0.0.1:8080, testnet setting", () => {
@@ -210,5 +210,20 @@ describe("readConfig()", () => {
     expect(readConfig({ SUBJECTS_PER_ACCOUNT: "200", SIGNING_KEYS_PER_ACCOUNT: "100" }).accounts.subjectsPerAccount).toBe(200);
     expect(() => readConfig({ SUBJECTS_PER_ACCOUNT: "201", SIGNING_KEYS_PER_ACCOUNT: "100" })).toThrow(/SIGNING_KEYS_PER_ACCOUNT × SUBJECTS_PER_ACCOUNT/);
     expect(() => readConfig({ SIGNING_KEYS_PER_ACCOUNT: "100000" })).toThrow(/at most 20000/);
+  });
+});
+
+describe("withBoundPort()", () => {
+  test("PORT=0 once bound: the defaults that name the port name the one bound; values set otherwise stay", () => {
+    const bound = withBoundPort(readConfig({ PORT: "0" }), 41234);
+    expect(bound.server).toMatchObject({ port: 41234, publicBaseUrl: "http://127.0.0.1:41234" });
+    expect(bound.accounts.siweDomains).toEqual(["127.0.0.1:41234", "localhost:41234"]);
+    const v6 = withBoundPort(readConfig({ PORT: "0", HOST: "::1" }), 41234);
+    expect(v6.server.publicBaseUrl).toBe("http://[::1]:41234");
+    const named = withBoundPort(readConfig({ PORT: "0", PUBLIC_BASE_URL: "https://ats.example.com" }), 41234);
+    expect(named.server.publicBaseUrl).toBe("https://ats.example.com");
+    expect(named.accounts.siweDomains).toEqual(["ats.example.com", "127.0.0.1:41234", "localhost:41234"]);
+    const listed = withBoundPort(readConfig({ PORT: "0", SIWE_DOMAINS: "app.example" }), 41234);
+    expect(listed.accounts.siweDomains).toEqual(["app.example"]);
   });
 });

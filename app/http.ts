@@ -4,6 +4,7 @@ import { loadConsoleBundle } from "../console/assets.ts";
 import { loadWidgetBundle } from "../widgets/assets.ts";
 import { type AppDeps, type AttestationsDeps, createApp } from "../http/app.ts";
 import { drainServer, instrumentedHandler, requestClientAddress } from "../http/instrument.ts";
+import { listenHttp, type ListeningHttp } from "./listen.ts";
 import { httpCacheSettings } from "../http/http_cache.ts";
 import { systemClock } from "../adapters/system/mod.ts";
 import { createRateLimiter, type RateLimiter } from "../domain/rate_limit.ts";
@@ -55,15 +56,6 @@ export type Capabilities = {
   readonly interactions: WiredInteractions;
 };
 
-/**
- * How long the server keeps a connection whose answer has not come yet: Bun's maximum. The bounded lookups of the
- * default settings stay well below it: artifact trust makes at most seven dependent lookups of
- * 3 × ARTIFACT_TRUST_RPC_TIMEOUT_MS (8 s) plus backoff, about 170 s; a nonce read one RPC exchange of 10 s with one
- * retry; a discovery about 6 s. What can take longer (a submission: up to eight such exchanges and a receipt awaited
- * for 120 s; a scan over a slow node) is answered at ROUTE_DEADLINE_MS (http/instrument.ts, 245 s).
- */
-export const SERVER_IDLE_TIMEOUT_SECONDS = 255;
-
 /** The HTTP server, serving. */
 export type ServedHttp = {
   /** The port it listens on. */
@@ -83,31 +75,29 @@ export type ServedHttp = {
   readonly hurry: () => void;
 };
 
+/** What {@link serveHttp} serves: the foundation, the capabilities, and the listener when it was bound before. */
+export type ServedParts = {
+  readonly foundation: Foundation;
+  readonly capabilities: Capabilities;
+  /** The listener `listenHttp` bound before (`PORT=0`: the defaults name its port); absent: bound now. */
+  readonly listening?: ListeningHttp | undefined;
+};
+
 /** The sections the HTTP side reads. */
 type HttpConfig = Pick<Config, "accounts" | "chains" | "discovery" | "index" | "keys" | "relays" | "server" | "signers" | "widgets">;
 
 /**
- * Builds the app from the capabilities and starts serving it on `HOST`:`PORT`: the server is given the app as a
- * value, its edge (the fast path built from the routes' declarations) and its way in for everything else.
+ * Builds the app from the capabilities and serves it on `HOST`:`PORT` (bound now, or before by `listenHttp`): the
+ * server is given the app as a value, its edge (the fast path built from the routes' declarations) and its way in for
+ * everything else.
  */
-export function serveHttp(config: HttpConfig, f: Foundation, c: Capabilities): ServedHttp {
+export function serveHttp(config: HttpConfig, parts: ServedParts): ServedHttp {
+  const { foundation: f, capabilities: c, listening = listenHttp(config) } = parts;
   // Set on SIGTERM: `/readyz` answers 503 from then on, through SHUTDOWN_DELAY_MS while every request is still served.
   let stopping = false;
   const app = createApp(appDeps(config, f, c, () => stopping));
   const handler = instrumentedHandler(app, { metrics: f.metrics, log: f.log, trustProxy: config.server.trustProxy, bodyTimeoutMs: config.server.bodyTimeoutMs });
-  const server = Bun.serve({
-    hostname: config.server.host,
-    port: config.server.port,
-    // Above the app's own limit (http/routes/request.ts MAX_BODY_BYTES, 8 MiB), so that an oversized body
-    // gets the app's 413 PAYLOAD_TOO_LARGE with CORS and the error body rather than Bun's bare 413.
-    maxRequestBodySize: 16 * 1024 * 1024,
-    // Bun's default (10 s) cut connections whose answer was still coming (a hanging RPC behind artifact trust,
-    // a receipt awaited for up to two minutes): every route answers before this, at the latest at the handler's
-    // ROUTE_DEADLINE_MS (http/instrument.ts), 10 s earlier. A body's arrival is bounded apart, by BODY_TIMEOUT_MS:
-    // the idle timeout restarts with every byte a client drips.
-    idleTimeout: SERVER_IDLE_TIMEOUT_SECONDS,
-    fetch: handler,
-  });
+  const server = listening.serve(handler);
   // The lame duck (SHUTDOWN_DELAY_MS): still listening and serving while `/readyz` says 503, until a balancer that
   // checks it has taken the instance out. Stopping at once reset the requests a balancer still sent on its pooled
   // connections (it sees the instance up for `inter × fall`) and those waiting in the accept queue: a write reset so
@@ -126,7 +116,7 @@ export function serveHttp(config: HttpConfig, f: Foundation, c: Capabilities): S
       endDelay = () => (clearTimeout(timer), resolve());
     });
   return {
-    port: server.port ?? config.server.port,
+    port: listening.port,
     quiesce,
     drain: async () => {
       await quiesce();

@@ -7,12 +7,13 @@ import type { Devnet } from "../adapters/devnet/mod.ts";
 import { systemClock } from "../adapters/system/mod.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { wireAccounts } from "./accounts.ts";
-import type { Config } from "./config.ts";
+import { type Config, withBoundPort } from "./config.ts";
 import { wireDelegation } from "./delegation.ts";
 import { wireDiscovery, wireWitness } from "./discovery.ts";
 import { closeSigners } from "./signers.ts";
-import { holdSqliteLock, openFoundation, type StartServiceOptions } from "./foundation.ts";
+import { type Foundation, holdSqliteLock, openFoundation, type StartServiceOptions } from "./foundation.ts";
 import { serveHttp } from "./http.ts";
+import { listenHttp } from "./listen.ts";
 import { type IndexRunner, wireArtifactTrust, wireAttestationIndex } from "./attestation_index.ts";
 import { wireInteractions } from "./interactions.ts";
 import { wireGauges } from "./metrics.ts";
@@ -26,7 +27,7 @@ import { wireSubmissions } from "./submissions.ts";
 import { wireWebhooks } from "./webhooks.ts";
 
 export { openStorage, StartupError, type StartServiceOptions } from "./foundation.ts";
-export { SERVER_IDLE_TIMEOUT_SECONDS } from "./http.ts";
+export { SERVER_IDLE_TIMEOUT_SECONDS } from "./listen.ts";
 
 /** A running service. */
 export type Service = {
@@ -67,8 +68,18 @@ export async function startService(config: Config, options: StartServiceOptions 
   return { ...service, stop: () => service.stop().finally(lock.release) };
 }
 
-async function wireService(config: Config, options: StartServiceOptions, holdsSqliteLock: boolean): Promise<Service> {
-  const f = await openFoundation(config, options);
+async function wireService(configured: Config, options: StartServiceOptions, holdsSqliteLock: boolean): Promise<Service> {
+  // PORT=0: the port is bound before anything is built, so that what names the service's own address by default
+  // (PUBLIC_BASE_URL: the offers' and receipts' resourceUrl, the did:web of its keys; SIWE_DOMAINS) names the port bound.
+  const listening = configured.server.port === 0 ? listenHttp(configured) : undefined;
+  const config = listening === undefined ? configured : withBoundPort(configured, listening.port);
+  let f: Foundation;
+  try {
+    f = await openFoundation(config, options);
+  } catch (error) {
+    listening?.stop();
+    throw error;
+  }
   const { devnet, log, chain, chainId, easAddress } = f;
   try {
     const discovery = wireDiscovery(config, f, options);
@@ -101,7 +112,7 @@ async function wireService(config: Config, options: StartServiceOptions, holdsSq
     wireGauges(config.relays, f);
     // The embed's explorers are fetched as did.json is: the test root reaches them too.
     const interactions = wireInteractions(config, f, { didJsonCa: options.didJsonCa });
-    const http = serveHttp(config, f, { served, otherChains, discovery, witness, index, attestationList, attestationQueries, attestationQueryRate, artifactTrust, accounts, delegation, x402, oauth, keys, mcp, submissions, webhooks, interactions });
+    const http = serveHttp(config, { foundation: f, listening, capabilities: { served, otherChains, discovery, witness, index, attestationList, attestationQueries, attestationQueryRate, artifactTrust, accounts, delegation, x402, oauth, keys, mcp, submissions, webhooks, interactions } });
     const url = `http://${config.server.host.includes(":") ? `[${config.server.host}]` : config.server.host}:${http.port}`;
     log.info("listening", {
       url,
@@ -152,6 +163,7 @@ async function wireService(config: Config, options: StartServiceOptions, holdsSq
       },
     };
   } catch (error) {
+    listening?.stop();
     await devnet?.stop();
     throw error;
   }

@@ -82,7 +82,8 @@ test("SIGTERM with 30 clients dripping their bodies: exit 0, each answered 503 S
   // within 300 ms (BODY_TIMEOUT_MS): a dripping client is 408 and cut while the service goes on.
   const again = await startServiceProcess({ ...env, BODY_TIMEOUT_MS: "300" }, 60_000);
   running.push(again);
-  expect(await (await fetch(`${again.url}/v1/trust-anchors`)).text()).toBe(before);
+  // The same document, but for its widget origins: the service's own origin is the new port it bound (PORT=0).
+  expect(await (await fetch(`${again.url}/v1/trust-anchors`)).text()).toBe(before.replaceAll(`"${service.url}"`, `"${again.url}"`));
   // The attestation answered before the stop is still known: the same signature is 409 with its uid.
   expect(await postDelegatedAttest(again.url, review)).toMatchObject({ status: 409, body: { code: "DUPLICATE", details: written.body.uid } });
   const timedOut = await Promise.all(paths.map((path) => drip(again.url, path).closed));

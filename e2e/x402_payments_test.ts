@@ -651,3 +651,154 @@ describe("the service signs JWS offers and receipts (issue 25, decisions §18)",
     expect(verified.ok && verified.value.signer.keyDocumentDid).toBe("did:web:paid.example");
   });
 });
+
+describe("a payment header names its payer only once the facilitator verified it (found by attacking the paid routes)", () => {
+  /** A `/verify` whose body carries `marker` is held until `release`; `arrived` says it came. */
+  let hold: { marker: string; arrived: () => void; release: Promise<void> } | undefined;
+  let front: ReturnType<typeof Bun.serve>;
+  /** Started as the harness starts it, PORT=0 and no PUBLIC_BASE_URL, in front of its own facilitator proxy. */
+  let own: Service;
+  beforeAll(async () => {
+    front = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(request) {
+        const path = new URL(request.url).pathname;
+        const body = request.method === "POST" ? await request.text() : undefined;
+        const held = hold;
+        if (held !== undefined && path === "/verify" && body!.includes(held.marker)) {
+          held.arrived();
+          await held.release;
+        }
+        return await fetch(`${facilitator.url}${path}`, { method: request.method, headers: { "content-type": "application/json" }, body });
+      },
+    });
+    own = await stack.restartService({
+      X402_FACILITATOR_URL: `http://127.0.0.1:${front.port}`,
+      X402_ASSET: token(),
+      X402_ASSET_NAME: stack.devnet.x402.name,
+      X402_ASSET_VERSION: stack.devnet.x402.version,
+      X402_PAY_TO: payTo(),
+      X402_WITNESS_PRICE: String(PRICES.witness),
+      X402_RELAY_PRICE: String(PRICES.relay),
+    });
+  });
+  afterAll(() => {
+    front?.stop(true);
+  });
+
+  const WITNESS = "/v1/paid/controller-witness";
+  const RELAY = "/v1/paid/delegated-attest";
+  const to = async (path: string, body: unknown, headers: Record<string, string> = {}) =>
+    await fetch(`${own.url}${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+  /** The official client's payment header for `body` on `path` of this service, paying as `key`. */
+  async function pay(key: Hex, path: string, body: unknown): Promise<Record<string, string>> {
+    const unpaid = await to(path, body);
+    expect(unpaid.status).toBe(402);
+    const client = agent(key);
+    return client.encodePaymentSignatureHeader(await client.createPaymentPayload(client.getPaymentRequiredResponse((n) => unpaid.headers.get(n), await unpaid.json())));
+  }
+  /** A fresh payer holding `amount` of the token. */
+  async function fresh(amount: bigint): Promise<{ key: Hex; address: Hex }> {
+    const key = generatePrivateKey();
+    const address = privateKeyToAccount(key).address;
+    const wallet = createWalletClient({ account: privateKeyToAccount(payers[3]!), transport: http(stack.devnet.rpcUrl) });
+    const hash = await wallet.writeContract({ address: token(), abi: TEST_USD.abi, functionName: "transfer", args: [address, amount], chain: null });
+    await chain().waitForTransactionReceipt({ hash });
+    return { key, address };
+  }
+  /** A linked-identifier of the attester's own did:pkh, signed by it for the paid relay. */
+  async function ownLink(key: Hex) {
+    const who = privateKeyToAccount(key);
+    const nonce = await chain().readContract({ address: own.easAddress, abi: EAS_ABI, functionName: "getNonce", args: [who.address] });
+    const prepared = prepareDelegatedAttestation({
+      schema: { uid: stack.devnet.schemaUids["linked-identifier"] as Hex, schema: LINKED.schema, revocable: LINKED.revocable },
+      data: { subject: `did:pkh:eip155:31337:${who.address.toLowerCase()}`, linkedId: "did:web:elsewhere.test", proofs: [], issuedAt: 1, effectiveAt: 0, expiresAt: 0 },
+      attester: who.address,
+      nonce,
+      chainId: own.chainId,
+      easAddress: own.easAddress,
+    });
+    return { prepared, signature: await who.signTypedData(signableTypedData(prepared)), attester: who.address };
+  }
+  /** `header`'s payment rewritten: `from` the payer it names, and `signature` when given. */
+  function naming(header: Record<string, string>, from: Hex, signature?: Hex): Record<string, string> {
+    const [name, value] = Object.entries(header).find(([n]) => n.toLowerCase() === "payment-signature")!;
+    const decoded = JSON.parse(Buffer.from(value, "base64").toString()) as { payload: { authorization: { from: string }; signature: string } };
+    decoded.payload.authorization.from = from;
+    if (signature !== undefined) decoded.payload.signature = signature;
+    return { [name]: Buffer.from(JSON.stringify(decoded)).toString("base64") };
+  }
+  const signatureOf = (header: Record<string, string>) =>
+    (JSON.parse(Buffer.from(Object.entries(header).find(([n]) => n.toLowerCase() === "payment-signature")![1], "base64").toString()) as { payload: { signature: string } }).payload.signature;
+  const codeOf = async (r: Response) => [r.status, (await r.clone().json() as { code?: string }).code];
+
+  test("a spent nonce (public on chain) under a payer's address, not signed by it, takes none of its Idempotency-Keys: the payer's own request under the key is processed", async () => {
+    // Found by an attacker: the 409 PAYMENT_ALREADY_USED of the replay check, answered before the facilitator verified
+    // anything, was kept under the key of the payer the header named, so that payer's own request under its key was
+    // 422 IDEMPOTENCY_KEY_REUSED for 24 hours.
+    const other = await fresh(PRICES.witness);
+    const spent = await pay(other.key, WITNESS, witnessBody);
+    expect((await to(WITNESS, witnessBody, spent)).status).toBe(200);
+    const victim = await fresh(PRICES.witness + PRICES.relay);
+    const forged = naming(spent, victim.address, `0x${"11".repeat(65)}`);
+    const link = await ownLink(victim.key);
+    const keys = { [WITNESS]: `order-${crypto.randomUUID()}`, [RELAY]: `order-${crypto.randomUUID()}` };
+    const bodies = [[WITNESS, witnessBody], [RELAY, link]] as const;
+    for (const [path, body] of bodies) {
+      expect(await codeOf(await to(path, body, { ...forged, "idempotency-key": keys[path] }))).toEqual([409, "PAYMENT_ALREADY_USED"]);
+    }
+    for (const [path, body] of bodies) {
+      const header = { ...await pay(victim.key, path, body), "idempotency-key": keys[path] };
+      const paid = await to(path, body, header);
+      expect([path, paid.status, paid.headers.get("idempotent-replayed")]).toEqual([path, 200, null]);
+      expect(decodePaymentResponseHeader(paid.headers.get("payment-response")!).payer?.toLowerCase()).toBe(victim.address.toLowerCase());
+      // Its retry is answered from its key; the forged header under it now is another request (422), never its answer.
+      const again = await to(path, body, header);
+      expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([200, "true"]);
+      expect(await codeOf(await to(path, body, { ...forged, "idempotency-key": keys[path] }))).toEqual([422, "IDEMPOTENCY_KEY_REUSED"]);
+    }
+    expect(await balance(victim.address)).toBe(0n);
+  });
+
+  test("while a payment naming a payer it was not signed by waits on the facilitator, the payer's own request under the key runs (it was 422): the key is taken once verified", async () => {
+    const other = await fresh(PRICES.witness);
+    const victim = await fresh(PRICES.witness);
+    const key = `order-${crypto.randomUUID()}`;
+    // Another payer's fresh authorization, rewritten to name the victim: its signature is not the victim's.
+    const foreign = await pay(other.key, WITNESS, witnessBody);
+    let arrived!: () => void;
+    const came = new Promise<void>((resolve) => (arrived = resolve));
+    let release!: () => void;
+    hold = { marker: signatureOf(foreign), arrived, release: new Promise<void>((resolve) => (release = resolve)) };
+    try {
+      const forged = to(WITNESS, witnessBody, { ...naming(foreign, victim.address), "idempotency-key": key });
+      await came;
+      const header = { ...await pay(victim.key, WITNESS, witnessBody), "idempotency-key": key };
+      const paid = await to(WITNESS, witnessBody, header);
+      expect([paid.status, paid.headers.get("idempotent-replayed")]).toEqual([200, null]);
+      release();
+      expect(await codeOf(await forged)).toEqual([402, "PAYMENT_INVALID"]);
+      const again = await to(WITNESS, witnessBody, header);
+      expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([200, "true"]);
+    } finally {
+      release();
+      hold = undefined;
+    }
+    expect([await balance(victim.address), await balance(other.address)]).toEqual([0n, PRICES.witness]);
+  });
+
+  test("PORT=0 without PUBLIC_BASE_URL: offers, receipts and the did.json name the port bound (they named port 0)", async () => {
+    const payer = await fresh(PRICES.witness);
+    const unpaid = await to(WITNESS, witnessBody);
+    const offer = (decodePaymentRequiredHeader(unpaid.headers.get("payment-required")!).extensions?.["offer-receipt"] as { info: { offers: { payload: { resourceUrl: string } }[] } }).info.offers[0]!;
+    expect(offer.payload.resourceUrl).toBe(`http://127.0.0.1:${own.port}${WITNESS}`);
+    const paid = await to(WITNESS, witnessBody, await pay(payer.key, WITNESS, witnessBody));
+    expect(paid.status).toBe(200);
+    const settlement = decodePaymentResponseHeader(paid.headers.get("payment-response")!);
+    const receipt = (settlement.extensions?.["offer-receipt"] as { info: { receipt: { payload: { resourceUrl: string } } } }).info.receipt;
+    expect(receipt.payload.resourceUrl).toBe(`http://127.0.0.1:${own.port}${WITNESS}`);
+    const doc = await (await fetch(`${own.url}/.well-known/did.json`)).json() as { id: string };
+    expect(doc.id).toBe(`did:web:127.0.0.1%3A${own.port}`);
+  });
+});

@@ -1,4 +1,13 @@
-import { type Idempotency, keepsStoredAnswer, parseIdempotencyKey, storedAnswerCode } from "../domain/idempotency/mod.ts";
+import {
+  type Idempotency,
+  type IdempotencyAnswer,
+  type IdempotencyDecision,
+  type IdempotentRequest,
+  IDEMPOTENCY_RETRY_AFTER_SECONDS,
+  keepsStoredAnswer,
+  parseIdempotencyKey,
+  storedAnswerCode,
+} from "../domain/idempotency/mod.ts";
 import type { StoredAnswer } from "../ports/idempotency.ts";
 import { errorBody, json, statusOf } from "./errors.ts";
 
@@ -27,10 +36,27 @@ export type IdempotentWrite = {
    * `Idempotent-Replayed: true`), and kept as it was while the write is still on its way; absent, it is replayed.
    */
   readonly resume?: ((noted: string) => Promise<Response | undefined>) | undefined;
+  /**
+   * The scope is the request's own word until `run` verifies it (a paid write's payer, named by its payment header,
+   * verified by the facilitator): the key's record is begun by `run` through `begin` once it is, so a request that is
+   * not its scope's never takes, holds or fills a key of that scope (decisions §23 with §13). What the key holds is
+   * answered first (a retry's kept answer; 422 or 409 of a verified request's record), and the record of a request
+   * that died with this one's fingerprint is taken over at once, before `run` (its resume).
+   */
+  readonly verifiedInRun?: boolean | undefined;
 };
 
-/** What a write run under a key may tell its key: the submission it opened. */
-export type IdempotentRun = { readonly attach?: ((submissionId: string) => Promise<void>) | undefined };
+/** What a write run under a key may tell its key: the submission it opened; and where it begins the key. */
+export type IdempotentRun = {
+  readonly attach?: ((submissionId: string) => Promise<void>) | undefined;
+  /**
+   * Given to the run of a write whose scope it verifies (`verifiedInRun`): takes the key once the scope is verified,
+   * before any work. Undefined: the run goes on under the key; else the key's answer (its kept answer, 422, 409), which
+   * the run answers with, having done nothing. Not called: the run answered before the scope was verified, and nothing
+   * of it is kept.
+   */
+  readonly begin?: (() => Promise<Response | undefined>) | undefined;
+};
 
 const plainRefusal: Refuse = (code, message, headers = {}) => json(errorBody(code, message), statusOf(code), headers);
 
@@ -52,15 +78,15 @@ export async function idempotent(
   // A body too large to read (413) has no text to compare a retry's with: answered beside the key (as relayWrite does).
   if (key.value === undefined || idempotency === undefined || typeof write.body === "symbol") return await run({});
   const body = typeof write.body === "string" ? write.body : "";
-  const decision = await idempotency({ scope: write.scope, key: key.value, method: request.method, path: new URL(request.url).pathname, body });
-  switch (decision.kind) {
-    case "replay":
-      return replayed(decision.answer);
-    case "reused":
-      return refuse(decision.code, decision.message);
-    case "in-use":
-      return refuse(decision.code, decision.message, { "retry-after": String(decision.retryAfterSeconds) });
+  const keyed: IdempotentRequest = { scope: write.scope, key: key.value, method: request.method, path: new URL(request.url).pathname, body };
+  // A paid write's key is begun once its payer is verified (`verifiedInRun`). A key held already is answered below as
+  // any write's (its kept answer, the reopening of one that named no outcome, a dead request's taken over, 422, 409):
+  // its record was begun by a verified request, and only these very bytes take it back.
+  if (write.verifiedInRun === true && idempotency.held !== undefined && (await idempotency.held(keyed)).kind === "free") {
+    return await verifiedRun(idempotency, keyed, run, refuse);
   }
+  const decision = await idempotency(keyed);
+  if (decision.kind !== "run") return keyAnswer(decision, refuse);
   // A kept "outcome unknown" taken back to answer from the write its request noted (decisions §23), as below.
   const kept = decision.kept;
   if (kept !== undefined && write.resume === undefined) return await givenBack(decision.finish, kept);
@@ -85,6 +111,52 @@ export async function idempotent(
 async function givenBack(finish: (answer: StoredAnswer | undefined) => Promise<void>, kept: StoredAnswer): Promise<Response> {
   await finish(kept);
   return replayed(kept);
+}
+
+/** What a key held by another request (or by this one's first try) answers without running. */
+function keyAnswer(answer: IdempotencyAnswer, refuse: Refuse): Response {
+  switch (answer.kind) {
+    case "replay":
+      return replayed(answer.answer);
+    case "reused":
+      return refuse(answer.code, answer.message);
+    case "in-use":
+      return refuse(answer.code, answer.message, { "retry-after": String(answer.retryAfterSeconds) });
+  }
+}
+
+/**
+ * A write whose scope `run` verifies (`IdempotentWrite.verifiedInRun`), under a key no record holds: the record is
+ * begun when `run` calls `begin`, its scope verified, and its answer kept from then on as any write's. A run that
+ * answers without calling it (a payment refused, or one named by a header it was not signed by) leaves no record.
+ */
+async function verifiedRun(idempotency: Idempotency, keyed: IdempotentRequest, run: (context: IdempotentRun) => Promise<Response>, refuse: Refuse) {
+  let decision: Extract<IdempotencyDecision, { kind: "run" }> | undefined;
+  const begin = async (): Promise<Response | undefined> => {
+    if (decision !== undefined) return undefined;
+    const taken = await idempotency(keyed);
+    if (taken.kind !== "run") return keyAnswer(taken, refuse);
+    // Held meanwhile by a request with this fingerprint (begun and done, or dead, between the read above and now): its
+    // answer, or its resume, is its retry's, before any payment is taken.
+    if (taken.kept !== undefined) return await givenBack(taken.finish, taken.kept);
+    if (taken.resumed !== undefined) {
+      // The record is left as it is (its lease renewed): a retry past the lease resumes it.
+      return keyAnswer({ kind: "in-use", code: "IDEMPOTENCY_KEY_IN_USE", message: "A request with this Idempotency-Key is still being processed", retryAfterSeconds: IDEMPOTENCY_RETRY_AFTER_SECONDS }, refuse);
+    }
+    decision = taken;
+    return undefined;
+  };
+  let response: Response;
+  try {
+    response = await run({ attach: (submissionId) => decision?.attach(submissionId) ?? Promise.resolve(), begin });
+  } catch (error) {
+    await decision?.finish(undefined);
+    throw error;
+  }
+  if (decision === undefined) return response;
+  const kept = await storedAnswer(response);
+  await decision.finish(keepsStoredAnswer(kept) ? kept : undefined);
+  return response;
 }
 
 /** The answer as it is kept: status, the headers that describe it, and its text. */

@@ -5,6 +5,7 @@ import { createIdempotency } from "../domain/idempotency/mod.ts";
 import { fail, ok } from "../domain/result.ts";
 import { fakeClock, fakeEasReader, fakeIdempotencyStore } from "../ports/fakes/mod.ts";
 import { createApp } from "./app.ts";
+import { json } from "./errors.ts";
 import { idempotent } from "./idempotency.ts";
 import { minimalAppDeps } from "./testing.ts";
 import { createRateLimiter, type RateLimiter } from "../domain/rate_limit.ts";
@@ -306,5 +307,94 @@ describe("idempotent() of a kept 503 OUTCOME_UNKNOWN (the witness and the paid w
     expect(await sendAgain()).toEqual({ status: 200, replayed: null });
     expect(await sendAgain()).toEqual({ status: 200, replayed: "true" });
     expect([runs, resumes]).toEqual([2, 1]);
+  });
+});
+
+describe("a write whose scope its run verifies (a paid write's payer, named by its payment header)", () => {
+  function setupVerified() {
+    const store = fakeIdempotencyStore();
+    const clock = fakeClock();
+    const idempotency = createIdempotency({ store, clock, leaseMs: 1_000 });
+    const request = (body: string) =>
+      new Request("http://localhost/v1/paid/delegated-attest", { method: "POST", headers: { "idempotency-key": "order-1" }, body });
+    const write = (body: string) => ({ scope: "x402:0xpayer", body, verifiedInRun: true });
+    return { store, clock, idempotency, request, write };
+  }
+
+  test("a run that answers before its scope is verified takes no key: its answer (409 PAYMENT_ALREADY_USED) is kept for none, and the next request under the key runs", async () => {
+    // Found by attacking the paid routes: a header naming the payer, with a spent nonce and no signature of its, had its
+    // 409 kept under that payer's key, and the payer's own request under it was 422 for 24 hours.
+    const env = setupVerified();
+    const refused = await idempotent(env.idempotency, env.request("forged"), env.write("forged"), async () =>
+      json({ error: "This payment authorization was already used", code: "PAYMENT_ALREADY_USED" }, 409));
+    expect(refused.status).toBe(409);
+    expect(env.store.records.size).toBe(0);
+    let ran = 0;
+    const paid = await idempotent(env.idempotency, env.request("genuine"), env.write("genuine"), async ({ begin }) => {
+      expect(await begin!()).toBeUndefined();
+      ran++;
+      return json({ uid: "0x01" });
+    });
+    expect([paid.status, ran, env.store.records.size]).toEqual([200, 1, 1]);
+  });
+
+  test("a key taken once verified is answered as any: its retry replayed, another request 422 and one meanwhile 409, all before their runs; a run that meets a held key at `begin` answers it", async () => {
+    const env = setupVerified();
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let began!: () => void;
+    const taken = new Promise<void>((resolve) => (began = resolve));
+    const first = idempotent(env.idempotency, env.request("genuine"), env.write("genuine"), async ({ begin }) => {
+      expect(await begin!()).toBeUndefined();
+      began();
+      await held;
+      return json({ uid: "0x01" });
+    });
+    await taken;
+    const never = async () => {
+      throw new Error("ran");
+    };
+    const meanwhile = await idempotent(env.idempotency, env.request("genuine"), env.write("genuine"), never);
+    expect([meanwhile.status, meanwhile.headers.get("retry-after")]).toEqual([409, "1"]);
+    const other = await idempotent(env.idempotency, env.request("other"), env.write("other"), never);
+    expect([other.status, (await other.json() as { code: string }).code]).toEqual([422, "IDEMPOTENCY_KEY_REUSED"]);
+    release();
+    expect((await first).status).toBe(200);
+    const retry = await idempotent(env.idempotency, env.request("genuine"), env.write("genuine"), never);
+    expect([retry.status, retry.headers.get("idempotent-replayed")]).toEqual([200, "true"]);
+
+    // Two at once under a fresh key: both find it free, the second meets the first's record at `begin`.
+    const second = setupVerified();
+    let loserRuns!: () => void;
+    const loserRunning = new Promise<void>((resolve) => (loserRuns = resolve));
+    let winnerTook!: () => void;
+    const winnerTaken = new Promise<void>((resolve) => (winnerTook = resolve));
+    const winner = idempotent(second.idempotency, second.request("a"), second.write("a"), async ({ begin }) => {
+      await loserRunning;
+      expect(await begin!()).toBeUndefined();
+      winnerTook();
+      return json({ uid: "0x02" });
+    });
+    const loser = idempotent(second.idempotency, second.request("b"), second.write("b"), async ({ begin }) => {
+      loserRuns();
+      await winnerTaken;
+      return (await begin!()) ?? json({ uid: "0x03" });
+    });
+    expect([(await loser).status, (await winner).status]).toEqual([422, 200]);
+  });
+
+  test("the record of a request that died with the same bytes is taken over before the run (its resume), as any write's", async () => {
+    const env = setupVerified();
+    await env.idempotency({ scope: "x402:0xpayer", key: "order-1", method: "POST", path: "/v1/paid/delegated-attest", body: "genuine" }).then((d) =>
+      d.kind === "run" ? d.attach("sub-1") : undefined);
+    env.clock.set(env.clock.nowMs() + 2_000);
+    let resumed: string | undefined;
+    const answer = await idempotent(env.idempotency, env.request("genuine"), { ...env.write("genuine"), resume: async (noted) => {
+      resumed = noted;
+      return json({ uid: "0x01" });
+    } }, async () => {
+      throw new Error("ran");
+    });
+    expect([answer.status, resumed]).toEqual([200, "sub-1"]);
   });
 });

@@ -6,7 +6,9 @@
  * - no `PAYMENT-SIGNATURE`: 402 with `PAYMENT-REQUIRED` as core produces it (accepts + our signed offer) and the
  *   body `{error, code: "PAYMENT_REQUIRED"}`;
  * - a payment: verified with the facilitator (refused: 402 `PAYMENT_INVALID`, `details` the protocol reason, and a
- *   fresh `PAYMENT-REQUIRED`), then the paid call of domain/payments/x402_payments.ts: replay key reserved (taken: 409
+ *   fresh `PAYMENT-REQUIRED`), then the request's `Idempotency-Key` taken, the payer now verified
+ *   (`PaidCallOptions.begin`: a key held answers instead, the payment unused), then the paid call of
+ *   domain/payments/x402_payments.ts: replay key reserved (taken: 409
  *   `PAYMENT_ALREADY_USED`; held against the payer's balance with its other unsettled payments, over it: 409
  *   `PAYMENT_IN_PROGRESS`, the authorization not used), the work, settlement only after it succeeded, `PAYMENT-RESPONSE` with the signed
  *   receipt. A settlement that fails after the work: the work's answer stands, `PAYMENT-RESPONSE` says
@@ -35,6 +37,18 @@ export { reasonCode } from "./_x402_core.ts";
 
 /** The x402 version the terms are offered in; a payment of another is refused before the facilitator is asked. */
 const X402_VERSION = 2;
+
+/** What a paid call is run with besides its request. */
+export type PaidCallOptions = {
+  /** The signed-in account it is paid for (a plan purchase). */
+  readonly accountId?: string | undefined;
+  /**
+   * Takes the request's `Idempotency-Key` once the payment is verified, before the payment is reserved or any work
+   * done (http/idempotency.ts `IdempotentRun.begin`): a key held answers instead (its kept answer, 422, 409), the
+   * payment unused. Until then the payer is only what the header says: a refusal before it is nobody's to keep.
+   */
+  readonly begin?: (() => Promise<Response | undefined>) | undefined;
+};
 
 /** The paths each purpose is sold on. */
 export const PAID_PATHS: Readonly<Record<PaymentPurpose, readonly string[]>> = {
@@ -65,7 +79,7 @@ export type PaymentGate = {
     request: Request,
     purpose: PaymentPurpose,
     work: (paid: PaidRequest) => Promise<GateWork>,
-    options?: { readonly accountId?: string | undefined },
+    options?: PaidCallOptions,
   ) => Promise<Response>;
   /**
    * The `PAYMENT-REQUIRED` header a 402 of this request would carry (the terms and the signed offer), for the 401
@@ -77,7 +91,9 @@ export type PaymentGate = {
    * Where a paid write's `Idempotency-Key` belongs (decisions §23): the payer's keys, `x402:<payer>` as its payment
    * header names it, and "the same request" includes that header. Two payers behind one address (a NAT) no longer
    * share keys (the second got the first's answer and receipt), and a header naming a payer it was not signed by is
-   * another request under that key (422), never its answer.
+   * another request under that key (422), never its answer. The header's word is only verified by the facilitator, so
+   * the key is taken then (`verifiedInRun`, `PaidCallOptions.begin`): such a header takes no key of the payer it names,
+   * and no answer of its (409 `PAYMENT_ALREADY_USED` with a spent nonce) is kept there.
    */
   readonly idempotentWrite: (request: Request, body: unknown, fallbackScope: string) => { readonly scope: string; readonly body: string };
   /**
@@ -143,7 +159,7 @@ async function handlePayment(
   request: Request,
   purpose: PaymentPurpose,
   work: (paid: PaidRequest) => Promise<GateWork>,
-  extra: { readonly accountId?: string | undefined },
+  extra: PaidCallOptions,
 ): Promise<Response> {
   const url = new URL(request.url);
   const header = request.headers.get("payment-signature") ?? undefined;
@@ -175,6 +191,8 @@ async function handlePayment(
       const accepted = payload.accepted as { network?: unknown; asset?: unknown } | undefined;
       if (typeof accepted?.network === "string" && typeof accepted.asset === "string" && plainPaymentTerm(accepted.network) && plainPaymentTerm(accepted.asset) &&
         await gate.options.known(paymentReplayKey({ network: accepted.network, asset: accepted.asset, nonce: authorization.nonce }))) {
+        // Before the facilitator verified anything: a spent nonce (public on chain) under any `from` answers here, so
+        // no Idempotency-Key of that payer is taken yet (`PaidCallOptions.begin`), and this 409 is kept for none.
         return replayed();
       }
     }
@@ -202,6 +220,12 @@ async function handlePayment(
       return paymentRequired(processed.response, "PAYMENT_INVALID", "The payment was refused", reason);
     }
     const { paymentPayload, paymentRequirements, declaredExtensions, cancellationDispatcher } = processed;
+    // The payer is the one the header names now that the facilitator verified its signature: its key is taken here.
+    const held = extra.begin === undefined ? undefined : await extra.begin();
+    if (held !== undefined) {
+      await cancellationDispatcher.cancel({ reason: "handler_failed", responseStatus: held.status }).catch(() => undefined);
+      return held;
+    }
     const payer = authorization!.from.toLowerCase();
     const key = paymentReplayKey({ network: paymentRequirements.network, asset: paymentRequirements.asset, nonce: authorization!.nonce });
     let answer: GateWork | undefined;

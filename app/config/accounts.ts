@@ -2,18 +2,24 @@
 import { type Static, Type } from "@sinclair/typebox";
 import { int, list, readSection, type ReadContext } from "./_declare.ts";
 
+type SiweServer = { readonly host: string; readonly port: number; readonly publicBaseUrl: string };
+
+/**
+ * `SIWE_DOMAINS`' default. PUBLIC_BASE_URL's host first: the console signs in with `location.host`, which is that host
+ * behind a balancer; a production start that set only PUBLIC_BASE_URL refused its own console's sign-in (403
+ * CLIENT_NOT_ALLOWED). With PORT=0, the port bound (app/service.ts, `withBoundPort`).
+ */
+export function defaultSiweDomains(server: SiweServer): string[] {
+  const own = [`${server.host}:${server.port}`, `localhost:${server.port}`];
+  const publicHost = new URL(server.publicBaseUrl).host;
+  return own.includes(publicHost) ? own : [publicHost, ...own];
+}
+
 /** The `accounts` section's variables. */
 export const AccountsSection = Type.Object({
   sessionTtlHours: int("SESSION_TTL_HOURS", { default: 24 * 7, minimum: 1, description: "session lifetime" }),
   siweDomains: list("SIWE_DOMAINS", {
-    // PUBLIC_BASE_URL's host first: the console signs in with `location.host`, which is that host behind a balancer;
-    // a production start that set only PUBLIC_BASE_URL refused its own console's sign-in (403 CLIENT_NOT_ALLOWED).
-    default: ({ sections }) => {
-      const server = sections.server as { host: string; port: number; publicBaseUrl: string };
-      const own = [`${server.host}:${server.port}`, `localhost:${server.port}`];
-      const publicHost = new URL(server.publicBaseUrl).host;
-      return own.includes(publicHost) ? own : [publicHost, ...own];
-    },
+    default: ({ sections }) => defaultSiweDomains(sections.server as SiweServer),
     doc: "PUBLIC_BASE_URL's host,HOST:PORT,localhost:PORT",
     description: "domains accepted in sign-in challenges",
   }),

@@ -5,7 +5,7 @@
  */
 import type { TObject } from "@sinclair/typebox";
 import { ConfigError, type Env } from "./_declare.ts";
-import { AccountsSection, type AccountsConfig, readAccounts } from "./accounts.ts";
+import { AccountsSection, type AccountsConfig, defaultSiweDomains, readAccounts } from "./accounts.ts";
 import { IndexSection, type IndexConfig, readIndex } from "./attestation_index.ts";
 import { ChainsSection, type ChainsConfig, readChains, usesDevnet } from "./chains.ts";
 import { DiscoverySection, type DiscoveryConfig, readDiscovery } from "./discovery.ts";
@@ -13,7 +13,7 @@ import { KeysSection, type KeysConfig, readKeys } from "./keys.ts";
 import { McpSection, type McpConfig, readMcp } from "./mcp.ts";
 import { OAuthSection, type OAuthConfig, readOAuth } from "./oauth.ts";
 import { readRelays, RelaysSection, type RelaysConfig } from "./relays.ts";
-import { readServer, ServerSection, type ServerConfig } from "./server.ts";
+import { defaultPublicBaseUrl, readServer, ServerSection, type ServerConfig } from "./server.ts";
 import { readSigners, SignersSection, type SignersConfig } from "./signers.ts";
 import { readStorage, StorageSection, type StorageConfig } from "./storage.ts";
 import { readWebhooks, WebhooksSection, type WebhooksConfig } from "./webhooks.ts";
@@ -65,6 +65,22 @@ export const CONFIG_SECTIONS: Readonly<Record<keyof Config, TObject>> = {
 
 /** The most key verdicts (keys × subjects) one `GET /api/private/signing-keys` answer may hold: about 2.5 MB of JSON. */
 export const MAX_KEY_VERDICTS_PER_LIST = 20_000;
+
+/**
+ * The configuration of a service started with `PORT=0`, once it bound `port` (app/service.ts binds before it builds
+ * anything): the defaults that name the port name that one, `PUBLIC_BASE_URL` (the offers' and receipts'
+ * `resourceUrl`, the did:web of the service's keys, the OAuth issuer, the service's own origin) and `SIWE_DOMAINS`.
+ * Before, they named port 0: a receipt's resourceUrl was `http://127.0.0.1:0/…`. A value set otherwise stays.
+ */
+export function withBoundPort(config: Config, port: number): Config {
+  const was = config.server;
+  const publicBaseUrl = was.publicBaseUrl === defaultPublicBaseUrl(was.host, was.port) ? defaultPublicBaseUrl(was.host, port) : was.publicBaseUrl;
+  const server = { ...was, port, publicBaseUrl };
+  const siwe = config.accounts.siweDomains;
+  const defaulted = defaultSiweDomains(was);
+  const siweDomains = siwe.length === defaulted.length && siwe.every((d, i) => d === defaulted[i]) ? defaultSiweDomains(server) : siwe;
+  return { ...config, server, accounts: { ...config.accounts, siweDomains } };
+}
 
 /** Options of `readConfig`: how `CHAINS_FILE` is read (tests give its text). */
 export type ReadConfigOptions = { readonly readFile?: ((path: string) => string) | undefined };

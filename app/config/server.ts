@@ -7,7 +7,8 @@ export const ServerSection = Type.Object({
   port: int("PORT", { default: 8080, minimum: 0, maximum: 65_535, description: "HTTP port (0: any free port)" }),
   host: text("HOST", { default: "127.0.0.1", description: "address to listen on" }),
   publicBaseUrl: text("PUBLIC_BASE_URL", {
-    default: ({ values }) => `http://${String(values.host).includes(":") ? `[${values.host}]` : values.host}:${values.port}`,
+    // With PORT=0, the port bound: app/service.ts binds it first and reads the defaults again (`withBoundPort`).
+    default: ({ values }) => defaultPublicBaseUrl(String(values.host), Number(values.port)),
     doc: "http://HOST:PORT",
     description: "the service's public address",
     check: (value) => {
@@ -34,6 +35,11 @@ export const ServerSection = Type.Object({
   trustProxy: int("TRUST_PROXY", { default: 0, minimum: 0, maximum: 16, description: "proxies in front that append to X-Forwarded-For" }),
   corsOrigins: list("CORS_ORIGINS", { default: [], description: "origins allowed with credentials on session and witness routes" }),
 }, { title: "server" });
+
+/** `PUBLIC_BASE_URL`'s default: `http://HOST:PORT`, an IPv6 host in brackets. */
+export function defaultPublicBaseUrl(host: string, port: number): string {
+  return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
 
 /** Where the service listens (`PORT`, `HOST`, `PUBLIC_BASE_URL`) and how it treats requests. */
 export type ServerConfig = Static<typeof ServerSection>;

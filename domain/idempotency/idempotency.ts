@@ -62,13 +62,22 @@ export type IdempotencyDeps = {
 export type IdempotencyAnswer = Exclude<IdempotencyDecision, { kind: "run" }>;
 
 /**
+ * What a key's record holds for a request, read without writing: its answer (a kept answer, or 422 / 409 as the
+ * decision would say), `free` when the request would write a new record (none, or an expired one), `dead` when it would
+ * take over the record of a request with its fingerprint that died (a crash).
+ */
+export type HeldKey = IdempotencyAnswer | { readonly kind: "free" } | { readonly kind: "dead" };
+
+/**
  * Decides, for a request with an idempotency key, whether it runs, replays, or is refused (decisions §23). `lookup`
  * reads the key's record without writing one: its answer when the record has one for this request (a kept answer, or
  * 422 / 409 as the decision would say), undefined when the request would run (no record, an expired one, a dead
- * request's the retry would take over). Absent on a rule built without a store that reads (tests of other things).
+ * request's the retry would take over); `held` reads the same, telling those last apart. Absent on a rule built
+ * without a store that reads (tests of other things).
  */
 export type Idempotency = ((request: IdempotentRequest) => Promise<IdempotencyDecision>) & {
   readonly lookup?: ((request: IdempotentRequest) => Promise<IdempotencyAnswer | undefined>) | undefined;
+  readonly held?: ((request: IdempotentRequest) => Promise<HeldKey>) | undefined;
 };
 
 /**
@@ -103,16 +112,20 @@ export function createIdempotency(deps: IdempotencyDeps): Idempotency {
     // Another retry took it back first, and is answering from the submission now.
     return IN_USE;
   };
-  const lookup = async (request: IdempotentRequest): Promise<IdempotencyAnswer | undefined> => {
-    const held = await deps.store.find(request.scope, request.key);
+  const held = async (request: IdempotentRequest): Promise<HeldKey> => {
+    const record = await deps.store.find(request.scope, request.key);
     const fingerprint = requestFingerprint(request);
     // What `begin` would take (the stores' rule): no record, an expired one, or a dead request's with this fingerprint.
     const nowMs = deps.clock.nowMs();
-    if (held === undefined || held.expiresAtMs <= nowMs) return undefined;
-    if (held.state === "running" && held.leaseUntilMs <= nowMs && held.fingerprint === fingerprint) return undefined;
-    return heldAnswer(held, fingerprint);
+    if (record === undefined || record.expiresAtMs <= nowMs) return { kind: "free" };
+    if (record.state === "running" && record.leaseUntilMs <= nowMs && record.fingerprint === fingerprint) return { kind: "dead" };
+    return heldAnswer(record, fingerprint);
   };
-  return Object.assign(idempotency, { lookup });
+  const lookup = async (request: IdempotentRequest): Promise<IdempotencyAnswer | undefined> => {
+    const found = await held(request);
+    return found.kind === "free" || found.kind === "dead" ? undefined : found;
+  };
+  return Object.assign(idempotency, { lookup, held });
 }
 
 /** What a key held by a request answers another with `fingerprint`: its kept answer, or 422, or 409 while it runs. */

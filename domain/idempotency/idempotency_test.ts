@@ -302,3 +302,21 @@ describe("createIdempotency() of a kept 503 OUTCOME_UNKNOWN", () => {
     }
   });
 });
+
+describe("held()", () => {
+  test("reads the key without writing, telling apart a key free to begin (none, expired) and a dead request's with this fingerprint", async () => {
+    const { idempotency, clock, store } = setup();
+    const held = idempotency.held!;
+    expect(await held(request)).toEqual({ kind: "free" });
+    expect(store.records.size).toBe(0);
+    const first = await idempotency(request);
+    expect(await held(request)).toMatchObject({ kind: "in-use" });
+    clock.set(clock.nowMs() + IDEMPOTENCY_LEASE_MS);
+    expect(await held(request)).toEqual({ kind: "dead" });
+    expect(await held({ ...request, body: "{}" })).toMatchObject({ kind: "reused" });
+    if (first.kind === "run") await first.finish(answer);
+    expect(await held(request)).toEqual({ kind: "replay", answer });
+    clock.set(clock.nowMs() + IDEMPOTENCY_KEEP_MS);
+    expect(await held(request)).toEqual({ kind: "free" });
+  });
+});

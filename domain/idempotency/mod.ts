@@ -3,6 +3,7 @@ export {
   awaitsOutcome,
   createIdempotency,
   DUPLICATE_ON_ITS_WAY,
+  type HeldKey,
   type Idempotency,
   type IdempotencyAnswer,
   type IdempotencyDecision,

@@ -35,9 +35,9 @@ export function paidRelayWrites(
   const scopeOf = (request: Request, raw: unknown) => deps.payments!.idempotentWrite(request, raw, `client:${clientKeyFor(deps.clientAddress, request)}`);
 
   /**
-   * An x402 payer has no account: its keys are the payer's (the gate's `idempotentWrite`, decisions §23). A retry that
-   * takes over a dead request's key answers from the submission it noted, and the gate settles or gives back its
-   * payment. A paid write is answered when its write is, so one still on its way is 503 `OUTCOME_UNKNOWN` with its
+   * An x402 payer has no account: its keys are the payer's (the gate's `idempotentWrite`, decisions §23), taken once
+   * the payment is verified (`verifiedInRun`). A retry that takes over a dead request's key answers from the
+   * submission it noted, and the gate settles or gives back its payment. A paid write is answered when its write is, so one still on its way is 503 `OUTCOME_UNKNOWN` with its
    * submission (not the 202 of an asynchronous write): not kept for the key, and its payment neither settled nor given
    * back until a later retry finds the write ended.
    */
@@ -45,6 +45,7 @@ export function paidRelayWrites(
     const chain = deps.relay.chainNames?.write(body) ?? deps.chainName;
     return {
       ...scopeOf(request, raw),
+      verifiedInRun: true,
       resume: (noted: string) =>
         deps.payments!.resume(request, "relay", async () => {
           const found = await deps.tracking?.status.read(noted);
@@ -59,8 +60,11 @@ export function paidRelayWrites(
     };
   };
 
-  /** One paid write: the gate verifies and settles around it; its submission is noted under the key (`attach`). */
-  const attest = (request: Request, body: unknown, attach?: Attach): Promise<Response> =>
+  /**
+   * One paid write: the gate verifies and settles around it; the key is taken once the payment is verified (`begin`),
+   * and its submission noted under it (`attach`).
+   */
+  const attest = (request: Request, body: unknown, attach?: Attach, begin?: () => Promise<Response | undefined>): Promise<Response> =>
     deps.payments!.handle(request, "relay", async ({ payer }) => {
       // Paid work is settled after it is done: an x402 request is answered when its write is, whatever it prefers.
       const caller: PayingAgent = { kind: "x402", address: payer };
@@ -69,7 +73,7 @@ export function paidRelayWrites(
       const response = run.attested(outcome.result, outcome.submissionId, `x402:${payer}`);
       const answer = await response.clone().json() as { txHash?: string; code?: string };
       return { response, ref: answer.txHash, unknown: answer.code === "OUTCOME_UNKNOWN" };
-    });
+    }, { begin });
 
   return { write, attest };
 }
