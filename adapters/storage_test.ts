@@ -15,6 +15,7 @@ import { Database } from "bun:sqlite";
 import { createSubmissionStatus, createSubmissionSweep, createSubmissionTracker, RELAY_BOOK } from "../domain/submissions/mod.ts";
 import { createSubmissionReconciler, replayBook } from "../domain/delegation/mod.ts";
 import type { SignedTx, TxStatus, TxStatusReader } from "../ports/submissions.ts";
+import { NO_BLOCK_READS } from "../ports/fakes/mod.ts";
 import { SUBMISSION_RECORDS_CHAIN_BACKFILL } from "./sql/submission_records.ts";
 import { TX_REPLACEMENTS_CHAIN_BACKFILL } from "./sql/tx_replacements.ts";
 
@@ -662,6 +663,7 @@ async function oneSignatureOnTwoChains(storage: Storage) {
   const node = (name: string, statuses: Map<string, TxStatus>, ours: (tx: SignedTx) => boolean) => {
     const asked: string[] = [];
     const reader: TxStatusReader = {
+      ...NO_BLOCK_READS,
       status: (hash) => Promise.resolve(statuses.get(hash) ?? { status: "not-found" }),
       // Another chain's bytes are refused (their chain id is not this node's).
       rebroadcast: (tx) => Promise.resolve(ours(tx) ? (statuses.set(tx.txHash, { status: "pending" }), "accepted") : "refused"),

@@ -32,7 +32,8 @@ const RECONCILE_GRACE_MS = 5 * 60_000;
  * A write stored before its transaction's bytes were (hash only) and unknown to the node is given back after this; so
  * is one unknown to the node whose resends have had no verdict for this long without a break, when its transaction
  * carries no deadline (a witness's own attestation). One that carries a deadline (a delegated signature's) waits for
- * the chain's latest block to pass it instead: released on the silence, it could still land.
+ * a block past it instead (released on the silence, it could still land); on a chain that mines only on demand, for
+ * the latest block to stand still this long with the node's next block stamped past it.
  */
 const LOST_AFTER_MS = 10 * 60_000;
 

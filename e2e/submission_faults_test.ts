@@ -475,3 +475,67 @@ describe("a 503 OUTCOME_UNKNOWN kept under an Idempotency-Key", () => {
     }
   });
 });
+
+describe("a relay transaction whose resends get no verdict, on a chain that mines only on demand", () => {
+  test("is released once the chain's head stood still for lostAfterMs and the node's next block is stamped past its deadline, never on our clock", async () => {
+    const { createViemEas, createViemTxStatusReader } = await import("../adapters/chain/mod.ts");
+    const { createSubmissionReconciler, replayBook } = await import("../domain/delegation/mod.ts");
+    const { fakeClock } = await import("../ports/fakes/mod.ts");
+    const { encodeFunctionData } = await import("viem");
+    const key = generatePrivateKey();
+    const wallet = privateKeyToAccount(key).address;
+    await testClient().setBalance({ address: wallet, value: 10n ** 18n });
+    // The node's own clock (its pending block's stamp), not ours: the deadline a minute after it.
+    const pendingStamp = async () => (await chain().getBlock({ blockTag: "pending" })).timestamp;
+    const deadline = (await pendingStamp()) + 60n;
+    const zero = `0x${"00".repeat(32)}` as Hex;
+    const data = encodeFunctionData({
+      abi: EAS_ABI,
+      functionName: "attestByDelegation",
+      args: [{
+        schema: stack.devnet.schemaUids["user-review"] as Hex,
+        data: { recipient: wallet, expirationTime: 0n, revocable: true, refUID: zero, data: "0x", value: 0n },
+        signature: { v: 27, r: zero, s: zero },
+        attester: wallet,
+        deadline,
+      }],
+    });
+    // Every send through the proxy answers an internal error: no verdict, and the node never sees the bytes.
+    proxy.onCall = (call) => (isSend(call.method) ? { code: -32603, message: "internal error" } : undefined);
+    const eas = createViemEas({ rpcUrl: proxy.url, chainId: stack.devnet.chainId, easAddress: stack.service.easAddress, receiptTimeoutMs: 300 });
+    const db = openSqlite(join(stack.dir, "quiet.sqlite"));
+    const replay = createSqliteReplayStore(db);
+    await replay.claim({ key: "quiet", chainId: stack.devnet.chainId, attester: wallet, nonce: 0n, deadline, createdAtMs: 0 });
+    const sent = await eas.senderFor(key).send({
+      to: stack.service.easAddress,
+      data,
+      gas: 300_000n,
+      onSigned: async (tx) => void (await replay.markSigned(stack.devnet.chainId, "quiet", tx)),
+      onSent: () => replay.markSent(stack.devnet.chainId, "quiet"),
+    });
+    expect(sent.ok).toBe(false);
+    const head = await chain().getBlockNumber();
+    const clock = fakeClock(Date.now());
+    const reconcile = createSubmissionReconciler({
+      chainId: stack.devnet.chainId,
+      books: [replayBook(replay, stack.devnet.chainId)],
+      // No sender: each resend goes through the proxy, which answers it no verdict.
+      txStatus: createViemTxStatusReader({ client: eas.client, easAddress: stack.service.easAddress }),
+      clock,
+      graceMs: 0,
+      lostAfterMs: 600_000,
+    });
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    // The head stood still for lostAfterMs, but the node's next block would still be stamped before the deadline.
+    clock.set(clock.nowMs() + 600_000);
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    // The node's clock moved past the deadline, no block mined: the next one EAS refuses the call in.
+    await testClient().increaseTime({ seconds: 120 });
+    expect(await pendingStamp()).toBeGreaterThan(deadline);
+    expect(await reconcile()).toMatchObject({ released: 1, open: 0 });
+    expect(await replay.find(stack.devnet.chainId, "quiet")).toBeUndefined();
+    expect(await chain().getBlockNumber()).toBe(head);
+    expect(await chain().getTransactionCount({ address: wallet })).toBe(0);
+    db.close();
+  });
+});

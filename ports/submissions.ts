@@ -49,12 +49,27 @@ export interface TxStatusReader {
    * market's); undefined when the service does not hold the wallet or the fees cannot be read.
    */
   readonly replacement?: ((tx: SignedTx) => Promise<SignedTx | undefined>) | undefined;
-  /**
-   * The timestamp (Unix seconds) of the node's latest block: the chain's clock, the one EAS checks a delegated
-   * signature's deadline against; undefined when it cannot be read. Absent: no deadline is ever found passed.
+  /*
+   * The chain's blocks, read to prove a delegated signature's deadline passed with its transaction nowhere (decisions
+   * §15; the proof is in domain/delegation/_signed_deadline.ts). Required: a reader without them held every record
+   * carrying a deadline for good (found in review). A node that cannot answer says undefined: nothing is released.
    */
-  readonly chainTime?: (() => Promise<bigint | undefined>) | undefined;
+  /** The node's latest block, its number, hash and timestamp from one answer. */
+  readonly latestBlock: () => Promise<BlockStamp | undefined>;
+  /** The block the node would build next (`pending`), when it gives one: the block it builds on, its timestamp. */
+  readonly pendingBlock: () => Promise<PendingBlock | undefined>;
+  /**
+   * The wallet's transaction count at block `blockNumber` (the nonce its next transaction takes after that block);
+   * undefined when the node cannot say, as a backend without that block (one behind the head) fails the call.
+   */
+  readonly nonceAt: (wallet: string, blockNumber: bigint) => Promise<bigint | undefined>;
 }
+
+/** A block as the chain holds it: its number, hash and timestamp (Unix seconds, the clock EAS checks deadlines by). */
+export type BlockStamp = { readonly number: bigint; readonly hash: HexString; readonly timestamp: bigint };
+
+/** The block a node would build next: the block it builds on, and the timestamp its own clock gives it now. */
+export type PendingBlock = { readonly parentHash: HexString; readonly timestamp: bigint };
 
 /** Where a submission stands while it is not settled. */
 export type OpenState = "checked" | "signed" | "sent";

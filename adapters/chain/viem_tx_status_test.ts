@@ -120,10 +120,46 @@ describe("createViemTxStatusReader(): rebroadcast through viem's client, as buil
 });
 
 describe("createViemTxStatusReader(): the chain's clock", () => {
-  test("chainTime is the latest block's timestamp; undefined when the node has no answer", async () => {
-    expect(await fakeNode({ eth_getBlockByNumber: [{ number: "0xc", timestamp: "0x77359401" }] }).reader.chainTime!()).toBe(2_000_000_001n);
-    expect(await fakeNode({ eth_getBlockByNumber: [null] }).reader.chainTime!()).toBeUndefined();
+  test("latestBlock is the latest block's number, hash and timestamp from one answer; undefined when the node has no answer", async () => {
+    const block = { number: "0xc", hash: HASH, timestamp: "0x77359401" };
+    expect(await fakeNode({ eth_getBlockByNumber: [block] }).reader.latestBlock()).toEqual({ number: 12n, hash: HASH, timestamp: 2_000_000_001n });
+    expect(await fakeNode({ eth_getBlockByNumber: [null] }).reader.latestBlock()).toBeUndefined();
     // A node that fails the call (fakeNode throws for a method it does not know).
-    expect(await fakeNode({}).reader.chainTime!()).toBeUndefined();
+    expect(await fakeNode({}).reader.latestBlock()).toBeUndefined();
+  });
+});
+
+describe("createViemTxStatusReader(): the blocks that prove a deadline passed", () => {
+  /** A node answering from `answer` by method and parameters (undefined: it fails the call), recording each call. */
+  function node(answer: (method: string, params: unknown[]) => unknown) {
+    const calls: unknown[][] = [];
+    const client = {
+      request({ method, params }: { method: string; params: unknown[] }) {
+        calls.push([method, ...params]);
+        const result = answer(method, params);
+        return result === undefined ? Promise.reject(new RpcRequestError({ body: {}, url: "http://node", error: { code: -32602, message: "header not found" } })) : Promise.resolve(result);
+      },
+    };
+    return { calls, reader: createViemTxStatusReader({ client: client as unknown as PublicClient, easAddress: WALLET }) };
+  }
+
+  test("nonceAt asks the wallet's count at the block's number, never a tag; a node without that block fails it: undefined", async () => {
+    const { calls, reader } = node((_, params) => (params[1] === "0xb" ? "0x5" : undefined));
+    expect(await reader.nonceAt(WALLET, 11n)).toBe(5n);
+    expect(calls).toEqual([["eth_getTransactionCount", WALLET, "0xb"]]);
+    expect(await reader.nonceAt(WALLET, 12n)).toBeUndefined();
+  });
+
+  test("pendingBlock is the block the node would build next: its parent's hash and timestamp; undefined when it gives none", async () => {
+    const parent = `0x${"cd".repeat(32)}` as HexString;
+    const { calls, reader } = node(() => ({ number: "0xd", hash: null, parentHash: parent, timestamp: "0x77359410" }));
+    expect(await reader.pendingBlock()).toEqual({ parentHash: parent, timestamp: 2_000_000_016n });
+    expect(calls).toEqual([["eth_getBlockByNumber", "pending", false]]);
+    expect(await node(() => null).reader.pendingBlock()).toBeUndefined();
+    expect(await node(() => undefined).reader.pendingBlock()).toBeUndefined();
+  });
+
+  test("latestBlock without a hash (a node answering a block it has not sealed) proves nothing: undefined", async () => {
+    expect(await node(() => ({ number: "0xc", hash: null, timestamp: "0x77359401" })).reader.latestBlock()).toBeUndefined();
   });
 });

@@ -1,4 +1,4 @@
-import { BaseError, encodeFunctionData, parseTransaction, type PublicClient, RpcRequestError } from "viem";
+import { BaseError, encodeFunctionData, numberToHex, parseTransaction, type PublicClient, RpcRequestError } from "viem";
 import type { HexString, SignedTx, Simulation, Submission } from "../../ports/eas.ts";
 import type { Rebroadcast } from "../../ports/submissions.ts";
 import type { TxStatus, TxStatusReader, WitnessAttestCall, WitnessWriter } from "../../ports/witness.ts";
@@ -48,7 +48,8 @@ export function createViemWitnessWriter(options: {
  * is read again after the nonce (the receipt, then the transaction), so one mined in between is never reported
  * replaced. With the stored transaction, a hash the node does not know is checked against the wallet's nonce too:
  * "not-found" then means its nonce is still free, and `rebroadcast` sends the stored bytes again through the
- * wallet's sender. `chainTime` is the latest block's timestamp, the clock EAS checks a signature's deadline against.
+ * wallet's sender. `latestBlock`, `pendingBlock` and `nonceAt` read the blocks that prove a signature's deadline passed;
+ * a failed read is undefined (it proves nothing).
  */
 export function createViemTxStatusReader(options: {
   client: PublicClient;
@@ -79,6 +80,15 @@ export function createViemTxStatusReader(options: {
     const uids = attestedUids(logs, options.easAddress);
     if (uids.length !== signatures.length) return undefined;
     return new Map(signatures.map((signature, i) => [signature, uids[i]!]));
+  };
+  // A read whose failure is told as undefined (nothing is proved by it), logged.
+  const read = async <T>(op: string, call: () => Promise<T>): Promise<T | undefined> => {
+    try {
+      return await call();
+    } catch (error) {
+      log("rpc_error", { op, error: describe(error) });
+      return undefined;
+    }
   };
   const minedCount = async (wallet: string) =>
     BigInt(await client.request({ method: "eth_getTransactionCount", params: [wallet as HexString, "latest"] }));
@@ -114,14 +124,19 @@ export function createViemTxStatusReader(options: {
       }
     },
     replacement: async (tx: SignedTx) => await options.senderOf?.(tx.wallet)?.replacement(tx),
-    async chainTime() {
-      try {
-        const block = await client.request({ method: "eth_getBlockByNumber", params: ["latest", false] });
-        return block ? BigInt(block.timestamp) : undefined;
-      } catch (error) {
-        log("rpc_error", { op: "getBlockByNumber", error: describe(error) });
-        return undefined;
-      }
+    async latestBlock() {
+      const block = await read("getBlockByNumber", () => client.request({ method: "eth_getBlockByNumber", params: ["latest", false] }));
+      return block?.hash ? { number: BigInt(block.number!), hash: block.hash, timestamp: BigInt(block.timestamp) } : undefined;
+    },
+    async pendingBlock() {
+      const block = await read("getBlockByNumber", () => client.request({ method: "eth_getBlockByNumber", params: ["pending", false] }));
+      return block ? { parentHash: block.parentHash, timestamp: BigInt(block.timestamp) } : undefined;
+    },
+    async nonceAt(wallet, blockNumber) {
+      // At the block's number, never a tag: a backend without that block fails the call rather than answer for its own.
+      const count = await read("getTransactionCount", () =>
+        client.request({ method: "eth_getTransactionCount", params: [wallet as HexString, numberToHex(blockNumber)] }));
+      return count === undefined ? undefined : BigInt(count);
     },
     async rebroadcast(tx: SignedTx): Promise<Rebroadcast> {
       const sender = options.senderOf?.(tx.wallet);

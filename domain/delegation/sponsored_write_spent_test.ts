@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { encodeFunctionData, serializeTransaction } from "viem";
 import type { HexString, SignedTx } from "../../ports/eas.ts";
-import { fakeClock, fakeEasReader, fakeReplayStore, fakeWriteLedger } from "../../ports/fakes/mod.ts";
+import { fakeClock, fakeEasReader, fakeReplayStore, fakeWriteLedger, NO_BLOCK_READS } from "../../ports/fakes/mod.ts";
 import type { TxStatus } from "../../ports/submissions.ts";
 import { EAS_ABI } from "../eas_abi.ts";
 import { delegatedSignatureKeys } from "./sponsored_write_spent.ts";
@@ -35,6 +35,7 @@ const witnessed = (name: string, nonce: number) =>
 /** A chain answering from a table; every hash it does not list is unknown with its nonce free. */
 function fakeChain(statuses: Record<string, TxStatus>) {
   const chain = {
+    ...NO_BLOCK_READS,
     statuses,
     rebroadcasts: [] as string[],
     replacements: 0,

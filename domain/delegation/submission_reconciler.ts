@@ -18,7 +18,7 @@
  * - unknown to the node while every resend of its bytes gets no verdict (-32603, a rate limit, no answer): left for
  *   the next round, and released once that has lasted `lostAfterMs` without a break (counted by this reconciler from
  *   the first such round; a restart counts again, the safe way); one whose signatures carry a deadline, only once the
- *   chain's latest block is past it, the transaction still unknown (`_signed_deadline.ts`: then nothing can land);
+ *   chain proves it can never land (`_signed_deadline.ts`: a block past the deadline with its nonce still free);
  * - an RPC failure: left for the next round;
  * - still pending (held by the node, nonce free) after `bumpAfterMs` since it (or its last replacement) was
  *   signed: a replacement with the same nonce and fees raised at least 12.5% (and to the market's) is signed,
@@ -34,7 +34,7 @@ import type { SponsoredWriteLedger } from "../../ports/accounts.ts";
 import type { ReplayStore } from "../../ports/replay_store.ts";
 import type { OpenSubmission, SignedTx, SubmissionBook, TxStatusReader } from "../../ports/submissions.ts";
 import type { TxReplacement, TxReplacementStore } from "../../ports/tx_replacements.ts";
-import { chainPassed, signedDeadline } from "./_signed_deadline.ts";
+import { type DeadlinePassed, deadlineProofs, type HeadWatch, signedDeadline } from "./_signed_deadline.ts";
 import { delegatedWriteSpent, nonceMovedPast } from "./sponsored_write_spent.ts";
 
 /** What one reconciliation round did. */
@@ -54,7 +54,8 @@ export type SubmissionReconcilerDeps = {
   readonly graceMs: number;
   /**
    * Hash-only rows (no stored bytes) unknown to the node are released once older than this; rows whose resends get no
-   * verdict and whose transaction carries no deadline, once that has lasted this long.
+   * verdict and whose transaction carries no deadline, once that has lasted this long. Also how long a quiet chain's
+   * latest block stands before its `pending` block counts for a deadline (`_signed_deadline.ts`).
    */
   readonly lostAfterMs: number;
   /** Fee bumps: where replacements are kept, and how long a transaction may stay pending before one. Absent: none. */
@@ -96,26 +97,25 @@ function recorder(deps: SubmissionReconcilerDeps) {
 }
 
 /**
- * What a round's steps share: the deps, how outcomes are recorded, the round's report and fee bumps, its clock, and
- * since when each row (by book and id) has been unknown to the node with no verdict on its resends.
+ * What a round's steps share: the deps, how outcomes are recorded, the round's report, bumps and clock, since when each
+ * row (by book and id) has been silent (unknown, no verdict on its resends), and its deadline proofs (reads shared).
  */
 type Reconciling = Round & {
   readonly deps: SubmissionReconcilerDeps;
   readonly record: ReturnType<typeof recorder>;
   readonly now: number;
   readonly silentSince: Map<string, number>;
+  readonly deadlinePassed: DeadlinePassed;
 };
 
 /** Builds the reconciler over every book of open submissions. */
 export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reconcile {
-  /**
-   * What the chain holds is recorded through these, each after the chain it was read from is saved. A release needs
-   * no save: it says nothing landed, which a chain restored to an earlier state cannot contradict.
-   */
+  // A release needs no save: it says nothing landed, which a chain restored to an earlier state cannot contradict.
   const record = recorder(deps);
   // Since when each open row has been unknown to the node with no verdict on its resends, across rounds (found in
   // review: counted from the row's creation, one rate-limited resend of an old row's evicted bytes released it).
   const silentSince = new Map<string, number>();
+  const head: HeadWatch = {}; // the chain's latest block as last seen, across rounds (a quiet chain's)
   return async function reconcile(options = {}) {
     const now = deps.clock.nowMs();
     const graceMs = options.graceMs ?? deps.graceMs;
@@ -124,7 +124,8 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
     // wait in the node's pool behind the gap (and be left open this round) while the lower one is settled.
     const rows = (await Promise.all(deps.books.map(async (book) => (await book.open(now - graceMs + 1)).map((row) => ({ book, row }))))).flat();
     rows.sort((a, b) => (a.row.tx?.nonce ?? Number.MAX_SAFE_INTEGER) - (b.row.tx?.nonce ?? Number.MAX_SAFE_INTEGER));
-    const round: Reconciling = { report, bumped: new Map(), deps, record, now, silentSince };
+    const deadlinePassed = deadlineProofs(deps.txStatus, { nowMs: now, quietAfterMs: deps.lostAfterMs, watch: head });
+    const round: Reconciling = { report, bumped: new Map(), deps, record, now, silentSince, deadlinePassed };
     try {
       for (const { book, row } of rows) await settle(round, book, row);
     } finally {
@@ -307,15 +308,14 @@ async function settleNotFound(round: Reconciling, book: SubmissionBook, row: Ope
   }
   const key = silentKey(book, row);
   if (sent === "rpc-error") {
-    // No verdict on the bytes: asked again next round, but not for ever. A node whose reads work and whose every send
-    // answers -32603, -32005 or 429 kept the record open (409 DUPLICATE, the witness reservation held, the bytes sent
-    // each round, found in review): once that has lasted `lostAfterMs` without a break, it is released as one without
-    // a rebroadcast is, after an earlier transaction of ours (as a refusal is).
+    // No verdict on the bytes: asked again next round, not for ever. A node whose reads work and whose every send answers
+    // -32603, -32005 or 429 kept the record open (409 DUPLICATE, the bytes sent each round, found in review): once that
+    // lasted `lostAfterMs` without a break, it is released as one without a rebroadcast is, after an earlier one of ours.
     const since = round.silentSince.get(key) ?? now;
     round.silentSince.set(key, since);
     // One whose signatures carry a deadline: once the chain passed it, never on the silence alone (decisions §15).
     const deadline = signedDeadline(latest.raw);
-    if (deadline === undefined ? now - since >= deps.lostAfterMs : await chainPassed(deps.txStatus, { tx: latest, deadline })) {
+    if (deadline === undefined ? now - since >= deps.lostAfterMs : await round.deadlinePassed({ tx: latest, deadline })) {
       if ((await earlier(round, book, row, txs.superseded)) !== "none") return;
       return await release(round, book, row);
     }

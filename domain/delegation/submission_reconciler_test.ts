@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { encodeFunctionData, serializeTransaction } from "viem";
 import type { HexString, SignedTx } from "../../ports/eas.ts";
-import { fakeClock, fakeEasReader, fakeReplayStore, fakeTxReplacements, fakeWriteLedger } from "../../ports/fakes/mod.ts";
-import type { Rebroadcast, TxStatus } from "../../ports/submissions.ts";
+import { fakeClock, fakeEasReader, fakeReplayStore, fakeTxReplacements, fakeWriteLedger, NO_BLOCK_READS } from "../../ports/fakes/mod.ts";
+import type { BlockStamp, PendingBlock, Rebroadcast, TxStatus, TxStatusReader } from "../../ports/submissions.ts";
 import { EAS_ABI } from "../eas_abi.ts";
 import { createSubmissionReconciler, replayBook, witnessBook } from "./submission_reconciler.ts";
 
@@ -16,6 +16,7 @@ const tx = (name: string, nonce: number): SignedTx => ({
 /** A chain answering from a table, recording rebroadcasts. */
 function fakeChain(statuses: Record<string, TxStatus>, rebroadcastAnswer: Rebroadcast = "accepted") {
   const chain = {
+    ...NO_BLOCK_READS,
     statuses,
     rebroadcasts: [] as string[],
     rebroadcastAnswer,
@@ -253,6 +254,7 @@ describe("createSubmissionReconciler() fee bumps", () => {
       chain,
       signed,
       reader: {
+        ...NO_BLOCK_READS,
         status: chain.status,
         rebroadcast: chain.rebroadcast,
         replacement(of: SignedTx) {
@@ -480,6 +482,7 @@ describe("createSubmissionReconciler() fee bumps with one signature live on two 
       const chain = fakeChain(statuses);
       const replaced: string[] = [];
       const reader = {
+        ...NO_BLOCK_READS,
         status: chain.status,
         rebroadcast(signed: SignedTx) {
           chain.rebroadcasts.push(signed.txHash);
@@ -620,6 +623,8 @@ describe("a lost transaction carrying a signed deadline, whose resends get no ve
   const signature = { v: 27, r: `0x${"01".repeat(32)}` as HexString, s: `0x${"11".repeat(32)}` as HexString };
   const attester = "0x00000000000000000000000000000000000000a1" as HexString;
   const DEADLINE = 2_000_000_000n;
+  /** Our clock ten minutes before the deadline: close enough for the chain's blocks to be read for it. */
+  const NEAR_MS = Number(DEADLINE) * 1000 - 600_000;
 
   /** A stored transaction carrying `data` (unsigned bytes suffice: only its calldata is read). */
   const stored = (name: string, nonce: number, call: HexString): SignedTx => ({
@@ -639,21 +644,38 @@ describe("a lost transaction carrying a signed deadline, whose resends get no ve
   const witnessTx = (name: string, nonce: number) =>
     stored(name, nonce, encodeFunctionData({ abi: EAS_ABI, functionName: "attest", args: [{ schema: SCHEMA, data }] }));
 
-  /** Every hash unknown with its nonce free, every resend no verdict; the latest block's timestamp as set (counted). */
+  /**
+   * Every hash unknown with its nonce free, every resend no verdict; the latest block (number `head`, timestamp `time`,
+   * none while undefined), the `pending` block and the wallet's count at any block as set; each read counted.
+   */
   function silentChain() {
     const chain = {
       ...fakeChain({}, "rpc-error"),
       time: undefined as bigint | undefined,
+      head: 100n,
+      pending: undefined as PendingBlock | undefined,
+      count: 0n as bigint | undefined,
       timeReads: 0,
+      pendingReads: 0,
+      countReads: [] as string[],
       onTimeRead: () => {},
-      chainTime() {
+      latestBlock(): Promise<BlockStamp | undefined> {
         chain.timeReads++;
         chain.onTimeRead();
-        return Promise.resolve(chain.time);
+        return Promise.resolve(chain.time === undefined ? undefined : { number: chain.head, hash: blockHash(chain.head), timestamp: chain.time });
+      },
+      pendingBlock() {
+        chain.pendingReads++;
+        return Promise.resolve(chain.pending);
+      },
+      nonceAt(wallet: string, blockNumber: bigint) {
+        chain.countReads.push(`${wallet}@${blockNumber}`);
+        return Promise.resolve(chain.count);
       },
     };
     return chain;
   }
+  const blockHash = (number: bigint) => `0x${number.toString(16).padStart(64, "0")}` as HexString;
 
   async function relayRecord(replay: ReturnType<typeof fakeReplayStore>, key: string, signed: SignedTx) {
     await replay.claim({ ...claim(key, 0n, 0), deadline: DEADLINE });
@@ -690,7 +712,7 @@ describe("a lost transaction carrying a signed deadline, whose resends get no ve
   });
 
   test("the deadline is the chain's, read before the transaction is asked about again: one mined in between is not released", async () => {
-    const clock = fakeClock(1_000_000);
+    const clock = fakeClock(NEAR_MS);
     const replay = fakeReplayStore();
     await relayRecord(replay, "late", delegatedTx("late", 0, DEADLINE));
     const chain = silentChain();
@@ -710,7 +732,7 @@ describe("a lost transaction carrying a signed deadline, whose resends get no ve
     const chain = silentChain();
     chain.time = DEADLINE;
     const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
-    clock.set(5_000_000);
+    clock.set(NEAR_MS);
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
     chain.time = DEADLINE + 1n;
     expect(await reconcile()).toMatchObject({ released: 1 });
@@ -747,11 +769,98 @@ describe("a lost transaction carrying a signed deadline, whose resends get no ve
     chain.time = DEADLINE - 1n;
     const reconcile = createSubmissionReconciler({ chainId: 1, books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
-    clock.set(5_000_000);
+    clock.set(NEAR_MS);
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
     expect((await ledger.find("private"))?.state).toBe("broadcast");
     chain.time = DEADLINE + 1n;
     expect(await reconcile()).toMatchObject({ released: 1 });
     expect((await ledger.find("private"))?.state).toBe("released");
+  });
+
+  test("behind a load-balanced provider, a head past the deadline and an unknown transaction release nothing unless its nonce is free at that very block", async () => {
+    const clock = fakeClock(NEAR_MS);
+    const replay = fakeReplayStore();
+    await relayRecord(replay, "balanced", delegatedTx("balanced", 0, DEADLINE));
+    const chain = silentChain();
+    // Backend A mined it in block 10, stamped at the deadline, its head (11) 12 s later; backend B, behind, knows
+    // nothing of it and its latest count is 0: each status read reaches B, the block reads A.
+    chain.head = 11n;
+    chain.time = DEADLINE + 12n;
+    chain.count = 1n;
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    expect(chain.countReads).toEqual(["0x00000000000000000000000000000000000000aa@11"]);
+    // The count read at block 11 reaching B, which lacks that block: the call fails, nothing is proved.
+    chain.count = undefined;
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    expect(await replay.find(1, "balanced")).toMatchObject({ state: "sent" });
+    // Its nonce still free at a block past the deadline: no block to come can attest it.
+    chain.count = 0n;
+    expect(await reconcile()).toMatchObject({ released: 1, open: 0 });
+  });
+
+  test("a chain that mines only on demand: released once its latest block stood still for lostAfterMs and the pending block built on it is past the deadline", async () => {
+    const clock = fakeClock(NEAR_MS + 3_600_000);
+    const replay = fakeReplayStore();
+    await relayRecord(replay, "quiet", delegatedTx("quiet", 0, DEADLINE));
+    const chain = silentChain();
+    // Its last block well before the deadline, none since; the node would stamp its next block now.
+    chain.time = DEADLINE - 100n;
+    chain.pending = { parentHash: blockHash(100n), timestamp: DEADLINE + 3_000n };
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    // Still for less than lostAfterMs: a backend behind the head would say the same.
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    clock.set(NEAR_MS + 3_600_000 + 599_999);
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    expect(chain.pendingReads).toBe(0);
+    clock.set(NEAR_MS + 3_600_000 + 600_000);
+    // A pending block built on another block (a backend whose head is elsewhere, or one answering `latest` for it).
+    chain.pending = { parentHash: blockHash(99n), timestamp: DEADLINE + 3_000n };
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    // The node's own clock not past the deadline (a devnet running behind ours): our clock says nothing.
+    chain.pending = { parentHash: blockHash(100n), timestamp: DEADLINE };
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    // A new block (still before the deadline): the count starts again.
+    chain.head = 101n;
+    chain.pending = { parentHash: blockHash(101n), timestamp: DEADLINE + 3_000n };
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    clock.set(NEAR_MS + 3_600_000 + 1_200_000);
+    expect(await reconcile()).toMatchObject({ released: 1, open: 0 });
+    expect(chain.countReads.at(-1)).toBe("0x00000000000000000000000000000000000000aa@101");
+  });
+
+  test("the block reads are required of every status reader: one without them held every record carrying a deadline for good", () => {
+    // @ts-expect-error latestBlock, pendingBlock and nonceAt are required
+    const reader: TxStatusReader = { status: () => Promise.resolve({ status: "not-found" }) };
+    expect(reader.status).toBeDefined();
+  });
+
+  test("the chain's blocks are read once a round for all its rows, and not at all for a deadline still far ahead of our clock", async () => {
+    const clock = fakeClock(NEAR_MS);
+    const replay = fakeReplayStore();
+    // Four attesters' records (each signature's EAS nonce 0), sent from the one delegate wallet.
+    const record = async (key: string, nonce: number, deadline: bigint) => {
+      await replay.claim({ ...claim(key, 0n, 0), attester: `0xatt${nonce}`, deadline });
+      await replay.markSigned(1, key, delegatedTx(key, nonce, deadline));
+      await replay.markSent(1, key);
+    };
+    for (const nonce of [0, 1, 2]) await record(`row${nonce}`, nonce, DEADLINE);
+    await record("far", 3, DEADLINE + 7_200n);
+    const chain = silentChain();
+    chain.time = DEADLINE;
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    expect(await reconcile()).toMatchObject({ released: 0, open: 4 });
+    expect([chain.timeReads, chain.countReads.length]).toEqual([1, 0]);
+    chain.time = DEADLINE + 1n;
+    expect(await reconcile()).toMatchObject({ released: 3, open: 1 });
+    // One latest block and one count (the rows share their wallet) for three rows.
+    expect([chain.timeReads, chain.countReads.length]).toEqual([2, 1]);
+    // Only the far one left: its deadline two hours ahead of our clock, nothing is read for it.
+    chain.time = DEADLINE + 7_201n;
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    expect([chain.timeReads, chain.countReads.length]).toEqual([2, 1]);
+    clock.set(Number(DEADLINE + 7_200n) * 1000);
+    expect(await reconcile()).toMatchObject({ released: 1, open: 0 });
+    expect(chain.timeReads).toBe(3);
   });
 });

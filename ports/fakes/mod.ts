@@ -19,6 +19,7 @@ export * from "./signing_keys.ts";
 export * from "./subjects.ts";
 export * from "./submission_records.ts";
 export * from "./tx_replacements.ts";
+export * from "./tx_status.ts";
 export * from "./webhooks.ts";
 export * from "./witness.ts";
 export { fakeSignedTx } from "./_signed_tx.ts";
