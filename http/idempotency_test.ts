@@ -260,19 +260,19 @@ describe("Idempotency-Key on the public relay (decisions §23)", () => {
 });
 
 describe("idempotent() of a kept 503 OUTCOME_UNKNOWN (the witness and the paid writes)", () => {
-  test("a retry answers from the write its request noted: replayed as kept while on its way, the outcome once settled, run again once given back", async () => {
+  test("a retry answers from the write its request noted: replayed as kept while on its way, the outcome once settled, run again when nothing was written", async () => {
     const idempotency = createIdempotency({ store: fakeIdempotencyStore(), clock: fakeClock() });
     const unknown = () => new Response(JSON.stringify({ error: "x", code: "OUTCOME_UNKNOWN", details: "0xab" }), { status: 503, headers: { "content-type": "application/json" } });
     let runs = 0;
     let resumes = 0;
-    let stands: "on-its-way" | "written" | "given-back" = "on-its-way";
+    let stands: "on-its-way" | "written" | "nothing" = "on-its-way";
     const write = {
       scope: "account:a",
       body: '{"subject":"did:web:a.test"}',
       resume: (noted: string) => {
         resumes++;
         expect(noted).toBe("witness-write:w1");
-        if (stands === "given-back") return Promise.resolve(undefined);
+        if (stands === "nothing") return Promise.resolve(undefined);
         return Promise.resolve(stands === "written" ? Response.json({ uid: "0x1" }) : unknown());
       },
     };
@@ -296,9 +296,10 @@ describe("idempotent() of a kept 503 OUTCOME_UNKNOWN (the witness and the paid w
     expect(await send(write)).toEqual({ status: 200, replayed: "true", body: { uid: "0x1" } });
     expect([runs, resumes]).toEqual([1, 2]);
 
-    // Given back (the reconciler released it): the request runs again under the key, as a dead request's retry does.
+    // Nothing written (the route's resume says so: never signed): the request runs again under the key, as a dead
+    // request's retry does. A write signed and then given back is the route's failure, kept (witness_resume_test).
     const again = createIdempotency({ store: fakeIdempotencyStore(), clock: fakeClock() });
-    [runs, resumes, stands] = [0, 0, "given-back"];
+    [runs, resumes, stands] = [0, 0, "nothing"];
     const sendAgain = async () => {
       const res = await idempotent(again, new Request("http://x/v1/controller-witness", { method: "POST", headers: { "idempotency-key": "k" } }), write, run);
       return { status: res.status, replayed: res.headers.get("idempotent-replayed") };

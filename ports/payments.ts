@@ -4,8 +4,9 @@ export type PaymentPurpose = "witness" | "relay" | "plan";
 /**
  * Where a payment stands (decisions §13): `reserved` (verified, its replay key taken, the work not done yet) →
  * `worked` (the work succeeded, settlement under way) → `settled` | `settle_failed`; `work_unknown` when the work's
- * outcome is not known (a submission sent whose receipt never came): nothing is settled, the key stays spent. A
- * payment whose work failed has no record: its authorization may be used again.
+ * outcome is not known (a submission sent whose receipt never came): nothing is settled, the key stays spent until a
+ * retry under the request's `Idempotency-Key` finds the work failed (or it is never retried). A payment whose work
+ * failed has no record: its authorization may be used again.
  */
 export type PaymentState = "reserved" | "worked" | "settled" | "settle_failed" | "work_unknown";
 
@@ -86,7 +87,10 @@ export interface PaymentLedger {
    * this one stay within `ceiling.balance`; atomic per payer across every instance sharing the database.
    */
   readonly reserveWithin: (reservation: PaymentReservation, ceiling: BalanceCeiling) => Promise<BalancedReservation>;
-  /** Forgets a `reserved` payment whose work failed (nothing was written, nothing settled); other states stay. */
+  /**
+   * Forgets a `reserved` payment whose work failed (nothing was written, nothing settled), or a `work_unknown` one whose
+   * work a retry found failed (its transaction reverted or given back); other states stay.
+   */
   readonly release: (key: string) => Promise<void>;
   readonly worked: (key: string, workRef: string, nowMs: number) => Promise<void>;
   readonly workUnknown: (key: string, workRef: string | null, nowMs: number) => Promise<void>;

@@ -38,7 +38,7 @@ export function createPostgresPayments(sql: SQL): PaymentLedger {
         return (await insert(tx as unknown as SQL, r)) ? "reserved" as const : "known" as const;
       }),
     async release(key) {
-      await sql`DELETE FROM x402_payments WHERE key = ${key} AND state = 'reserved'`;
+      await sql`DELETE FROM x402_payments WHERE key = ${key} AND state IN ('reserved', 'work_unknown')`;
     },
     worked: (key, ref, nowMs) => update(key, "worked", { ref }, nowMs),
     workUnknown: (key, ref, nowMs) => update(key, "work_unknown", { ref }, nowMs),

@@ -62,7 +62,7 @@ export function createSqlitePayments(db: Database): PaymentLedger {
     },
     reserveWithin: (r, ceiling) => Promise.resolve(reserveWithin.immediate(r, ceiling)),
     release(key) {
-      db.query("DELETE FROM x402_payments WHERE key = ? AND state = 'reserved'").run(key);
+      db.query("DELETE FROM x402_payments WHERE key = ? AND state IN ('reserved', 'work_unknown')").run(key);
       return Promise.resolve();
     },
     worked: (key, ref, nowMs) => update(key, "worked", { ref }, nowMs),

@@ -117,4 +117,23 @@ export function paymentsContract(open: () => Promise<Storage>) {
     const later = T0 + 301_000;
     expect(await payments.reserveWithin({ ...held(fresh("k"), later), validBefore: later / 1000 + 300 }, { balance: 10_000n, readAtMs: later })).toBe("reserved");
   });
+
+  test("payments: a `work_unknown` payment whose work a retry found failed is forgotten, its key free again; worked ones stay", async () => {
+    const { payments } = await open();
+    const reservation = (k: string) => ({
+      key: k, purpose: "witness" as const, network: "eip155:31337", asset: "0xtoken", payer: "0xpayer", payTo: "0xpayto",
+      amount: "10000", accountId: null, createdAtMs: T0,
+    });
+    const unknown = fresh("eip155:31337:0xtoken:0xunknown");
+    await payments.reserve(reservation(unknown));
+    await payments.workUnknown(unknown, "0xtx", T0 + 1);
+    await payments.release(unknown);
+    expect(await payments.find(unknown)).toBeUndefined();
+    expect(await payments.reserve(reservation(unknown))).toBe(true);
+    const settling = fresh("eip155:31337:0xtoken:0xsettling");
+    await payments.reserve(reservation(settling));
+    await payments.worked(settling, "0xtx", T0 + 1);
+    await payments.release(settling);
+    expect((await payments.find(settling))?.state).toBe("worked");
+  });
 }

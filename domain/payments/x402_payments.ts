@@ -233,7 +233,12 @@ export type PaidResumeOutcome<T> = { readonly kind: "run" } | Exclude<PaidCallOu
  * work had not begun) and the request runs afresh. Otherwise the outcome is the write's: one that succeeded is settled
  * now (an authorization that ran out while the request was dead cannot be, and the write stands unsettled, recorded
  * for the operator as any failed settlement is); one already settled or failed to settle before the crash answers
- * as it was, never settled twice.
+ * as it was, never settled twice; one that failed gives the payment back.
+ *
+ * The same holds for a request answered 503 `OUTCOME_UNKNOWN` whose answer was kept (its payment `work_unknown`), when
+ * its retry takes the key back: a write that failed since (reverted, or given back by the reconciler) forgets the
+ * payment as a first request's failed write does, so its authorization may be used again (under a new key) or the
+ * payer pays afresh. Before, it stayed `work_unknown` for good: nothing settled, its nonce refused as used.
  */
 export function createPaidResume(deps: PaidCallDeps) {
   return async function paidResume<T>(
@@ -245,7 +250,7 @@ export function createPaidResume(deps: PaidCallDeps) {
     if (record === undefined || record.payer !== payment.payer.toLowerCase() || record.purpose !== payment.purpose) return { kind: "run" };
     const done = await work();
     if (done === undefined) {
-      if (record.state === "reserved") await deps.payments.release(payment.key);
+      if (record.state === "reserved" || record.state === "work_unknown") await deps.payments.release(payment.key);
       return { kind: "run" };
     }
     if (record.state === "settled") return { kind: "settled", value: done.value, transaction: record.settlementTx ?? "" };

@@ -40,7 +40,8 @@ function fakePayments(): PaymentLedger & { rows: Map<string, PaymentRecord> } {
       return Promise.resolve("reserved" as const);
     },
     release(key) {
-      if (rows.get(key)?.state === "reserved") rows.delete(key);
+      const state = rows.get(key)?.state;
+      if (state === "reserved" || state === "work_unknown") rows.delete(key);
       return Promise.resolve();
     },
     worked: (key, workRef, updatedAtMs) => set(key, { state: "worked", workRef, updatedAtMs }),
@@ -338,5 +339,32 @@ describe("createPaidResume()", () => {
     expect(await other.resume({ ...payment, payer: "0xsomeoneelse" }, read, settleOk)).toEqual({ kind: "run" });
     expect(await other.resume({ ...payment, purpose: "relay" }, read, settleOk)).toEqual({ kind: "run" });
     expect([reads, other.payments.rows.get(payment.key)?.state]).toEqual([0, "reserved"]);
+  });
+});
+
+describe("createPaidResume() of a payment kept `work_unknown` (a kept 503 OUTCOME_UNKNOWN taken back, decisions §23)", () => {
+  const settleOk = () => Promise.resolve({ ok: true as const, transaction: "0xsettle" });
+  const payment = { key: reservation().key, payer: "0xP", purpose: "witness" as const };
+  const unknownPayment = async () => {
+    const payments = fakePayments();
+    await payments.reserve({ ...reservation(), createdAtMs: 0 });
+    await payments.workUnknown(payment.key, "0xtx", 0);
+    return { payments, resume: createPaidResume({ payments, clock, metrics }) };
+  };
+
+  test("its write failed since (reverted, or given back): the failure is answered and the payment forgotten, never settled", async () => {
+    const { payments, resume } = await unknownPayment();
+    const never = () => Promise.reject(new Error("settled a failed write"));
+    expect(await resume(payment, () => Promise.resolve({ done: false, value: "500" }), never)).toEqual({ kind: "not-done", value: "500" });
+    expect(payments.rows.has(payment.key)).toBe(false);
+  });
+
+  test("still on its way: kept `work_unknown`; nothing written at all: forgotten, and the request runs afresh", async () => {
+    const pending = await unknownPayment();
+    expect(await pending.resume(payment, () => Promise.resolve({ done: false, value: "503", unknown: true, ref: "0xtx" }), settleOk)).toEqual({ kind: "not-done", value: "503" });
+    expect(pending.payments.rows.get(payment.key)?.state).toBe("work_unknown");
+    const nothing = await unknownPayment();
+    expect(await nothing.resume(payment, () => Promise.resolve(undefined), settleOk)).toEqual({ kind: "run" });
+    expect(nothing.payments.rows.has(payment.key)).toBe(false);
   });
 });

@@ -36,8 +36,9 @@ export type KeyedRequest = { readonly key: string; readonly method: string; read
  * private relay's writes per account), taken around the key's lookup so that a retry answered from its key costs no
  * turn of new work, and new work under a key never gets past the turns:
  * - a turn is taken first; a request its key answers (a kept answer replayed, 422 `IDEMPOTENCY_KEY_REUSED`, 409
- *   `IDEMPOTENCY_KEY_IN_USE`) gives it back and takes one of `lookups` instead (when `lookups` has none left the turn
- *   stays spent, so lookups under the turns are bounded by the two together);
+ *   `IDEMPOTENCY_KEY_IN_USE`, a kept 503 `OUTCOME_UNKNOWN` taken back and answered from its submission) gives it
+ *   back and takes one of `lookups` instead (when `lookups` has none left the turn stays spent, so lookups under the
+ *   turns are bounded by the two together);
  * - past the turns, one of `lookups` buys a read of the key's record (one read by its primary key, nothing written):
  *   its answer when it has one, else 429 with the turns' `Retry-After` (the request is new work); past both, 429 with
  *   no read at all. A stream of unknown keys past the limit is so bounded to `lookups` reads a minute.
@@ -116,11 +117,13 @@ export function createRelaySubmission<In, R extends RelayResult>(deps: RelaySubm
       return { outcome: held === undefined ? rateLimited(rate!, turn.retryAfterSeconds) : keyAnswer(held) };
     }
     const decision = await idempotency(request);
-    if (decision.kind !== "run") {
-      // Answered by its key: the turn of new work is given back, a lookup's taken instead (while there is one).
+    // Answered by its key: the turn of new work is given back, a lookup's taken instead (while there is one). So is a
+    // kept 503 OUTCOME_UNKNOWN taken back (`kept`): it is answered from its submission and never sends (underKey).
+    // Before, each such retry spent a turn, and a client polling its unknown outcome ran out of writes.
+    if (decision.kind !== "run" || decision.kept !== undefined) {
       if (rate !== undefined && rate.lookups?.take(rate.key).allowed === true) rate.turns.take(rate.key, -1);
-      return { outcome: keyAnswer(decision) };
     }
+    if (decision.kind !== "run") return { outcome: keyAnswer(decision) };
     return await underKey(deps, write, send, decision);
   };
 }

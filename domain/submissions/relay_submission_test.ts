@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { createIdempotency, IDEMPOTENCY_LEASE_MS } from "../idempotency/mod.ts";
+import { createRateLimiter } from "../rate_limit.ts";
 import { fail, ok } from "../result.ts";
 import { fakeClock, fakeIdempotencyStore, fakeRandom, fakeReplayStore, fakeSubmissionRecords } from "../../ports/fakes/mod.ts";
 import { createRelaySubmission, type OnSubmitting, type RelayWrite } from "./relay_submission.ts";
@@ -146,5 +147,30 @@ describe("createRelaySubmission() (issue 47 item 2: idempotency, record, relay, 
     await expect(env.submission(env.write("a", "k4"))).rejects.toThrow("node gone");
     await expect(env.submission(env.write("a", "k4"))).rejects.toThrow("node gone");
     expect(env.sent.length).toBe(2);
+  });
+});
+
+describe("createRelaySubmission() of a kept 503 OUTCOME_UNKNOWN taken back (decisions §23)", () => {
+  test("each retry answered from its submission gives its turn back and takes a lookup instead: polling costs no writes", async () => {
+    const env = setup({ hold: true });
+    // Three turns and ten lookups, none coming back while the test runs.
+    const turns = createRateLimiter(env.clock, { capacity: 3, perMinute: 0.0001 });
+    const lookups = createRateLimiter(env.clock, { capacity: 10, perMinute: 0.0001 });
+    const rated = (w: RelayWrite<string>): RelayWrite<string> => ({ ...w, rate: { key: "c", turns, lookups, message: () => "slow" } });
+    const first = env.submission(rated(env.write("a", "k6")));
+    await env.held();
+    // The first request was answered 503 OUTCOME_UNKNOWN (its receipt never came), kept with its submission noted.
+    const id = "client:203.0.113.7\nk6";
+    const unknown = answer(503, JSON.stringify({ error: "x", code: "OUTCOME_UNKNOWN" }));
+    env.store.records.set(id, { ...env.store.records.get(id)!, state: "done", answer: unknown });
+    // Still on its way: each retry takes the key back, is answered the kept 503, and leaves the turns as they were.
+    for (let i = 0; i < 5; i++) expect((await env.submission(rated(env.write("a", "k6")))).outcome).toEqual({ kind: "replay", answer: unknown });
+    // New work still has the two turns the first request left: before, the retries had spent them (429).
+    expect((await env.submission(rated(env.write("b", "k7")))).outcome.kind).toBe("answered");
+    expect((await env.submission(rated(env.write("c", "k8")))).outcome.kind).toBe("answered");
+    expect((await env.submission(rated(env.write("d", "k9")))).outcome.kind).toBe("rate-limited");
+    env.mine();
+    await first;
+    expect(env.sent).toEqual(["a", "b", "c"]);
   });
 });

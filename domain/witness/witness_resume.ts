@@ -3,7 +3,11 @@
  * sponsored write's id under its `Idempotency-Key` once the write was reserved; the retry that takes the key over
  * answers from that write instead of writing a second witness: mined, the witness as it was written (read back
  * from the signed transaction); on its way, OUTCOME_UNKNOWN with its transaction (the reconciler settles it); never
- * signed, or given back, nothing was written, and the retry runs the witness again.
+ * signed, nothing was written, and the retry runs the witness again. Signed and then given back (the reconciler
+ * released it: reverted, its bytes refused, or no word of it for 10 minutes), the write failed: the retry answers so,
+ * and never writes again under the key, as a released relay submission is answered (decisions §23: one write a key).
+ * Before, a write given back ran again, and a transaction released for its silence could still land beside the
+ * second one; a paid retry met its own payment, kept as `work_unknown`: 409 `PAYMENT_ALREADY_USED`.
  */
 import { decodeFunctionData, parseTransaction } from "viem/utils";
 import type { SponsoredWriteLedger } from "../../ports/accounts.ts";
@@ -16,7 +20,15 @@ import { WITNESS, type WitnessWritten } from "./_types.ts";
 export type WitnessResumed =
   | { readonly kind: "written"; readonly value: WitnessWritten }
   | { readonly kind: "pending"; readonly txHash: string | null }
+  /** Signed (maybe sent), then given back: nothing of it was written, nor will be under this key. */
+  | { readonly kind: "given-back"; readonly txHash: string | null }
   | { readonly kind: "nothing" };
+
+/**
+ * The 500 `SUBMISSION_FAILED` message of a write given back, worded as the relay's released submission ("nothing of it
+ * was attested"): the key keeps it, so the witness is asked for again under a new key.
+ */
+export const WITNESS_GIVEN_BACK_MESSAGE = "The witness transaction failed; nothing of it was written; send it again under a new key";
 
 /** The prefix of the id a witness notes under its key, beside the relays' submission ids. */
 export const WITNESS_WRITE_PREFIX = "witness-write:";
@@ -27,7 +39,8 @@ export function createWitnessResume(deps: { readonly ledger: SponsoredWriteLedge
     if (!noted.startsWith(WITNESS_WRITE_PREFIX)) return { kind: "nothing" };
     const id = noted.slice(WITNESS_WRITE_PREFIX.length);
     const record = await deps.ledger.find(id);
-    if (record === undefined || record.state === "released") return { kind: "nothing" };
+    if (record === undefined) return { kind: "nothing" };
+    if (record.state === "released") return record.tx === null && record.txHash === null ? { kind: "nothing" } : { kind: "given-back", txHash: record.txHash };
     if (record.state === "reserved") {
       // Died before signing: nothing can land. The reservation goes back so the retry's own is the only one.
       await deps.ledger.release(id, deps.nowMs());

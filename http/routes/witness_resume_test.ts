@@ -197,3 +197,105 @@ describe("a paid witness request that died under its Idempotency-Key (decisions 
     expect((await record())?.state).toBe("settled");
   });
 });
+
+/**
+ * The route over the real idempotency rule and a stand-in witness whose first run is answered 503 `OUTCOME_UNKNOWN`
+ * (signed and sent, its receipt never came: that answer kept under the key), every later one mined. `paid`: the paid
+ * alias over the real gate and a SQLite payment ledger, as `paidSetUp` has it.
+ */
+async function keptSetUp(paid = false) {
+  const clock = fakeClock();
+  const ledger = fakeWriteLedger();
+  const idempotency = createIdempotency({ store: createSqliteIdempotency(new Database(":memory:")), clock });
+  let runs = 0;
+  const witness = (async (_body, _session, options = {}) => {
+    runs++;
+    const id = `w${runs}`;
+    await ledger.reserve({ id, accountId: ACCOUNT.id, year: 2027, fingerprint: "f", createdAtMs: clock.nowMs() }, 10);
+    await options.onReserved?.(`witness-write:${id}`);
+    const tx = await signedWitness(runs);
+    await ledger.markSigned(id, tx, clock.nowMs());
+    await ledger.markSent(id, clock.nowMs());
+    if (runs === 1) {
+      return { result: { ok: false, code: "OUTCOME_UNKNOWN", message: "The witness transaction was sent but its outcome is not known yet; it will be settled", details: tx.txHash }, deprecated: false, deprecation: undefined };
+    }
+    await ledger.commit(id, { txHash: tx.txHash, uid: `0x${"ab".repeat(32)}`, blockNumber: 9n }, clock.nowMs());
+    return { result: { ok: true, value: { success: true, uid: `0x${"ab".repeat(32)}`, txHash: tx.txHash, blockNumber: 9, observedAt: 1_800_000_000, method: "dns-txt" } }, deprecated: false, deprecation: undefined };
+  }) as ControllerWitness;
+  const { payments } = await openSqliteStorage(":memory:");
+  const facilitator = { settlements: 0 };
+  const gate = paid
+    ? testPaymentGate(payments, {
+      verify: () => Promise.resolve({ isValid: true }),
+      settle: (_payload, requirements) => {
+        facilitator.settlements++;
+        return Promise.resolve({ success: true, transaction: `0x${"5e".repeat(32)}`, network: requirements.network });
+      },
+    })
+    : undefined;
+  const header = gate === undefined ? undefined : await testPaymentHeader(gate, "http://localhost/v1/paid/controller-witness");
+  const app = new Elysia().use(witnessRoutes({
+    sessions: { authenticate: () => Promise.resolve({ ok: true, value: { account: ACCOUNT, session: {} } }) } as never,
+    witness,
+    witnessResume: createWitnessResume({ ledger, nowMs: () => clock.nowMs() }),
+    log: silentLogger,
+    idempotency,
+    payments: gate,
+  }));
+  const path = paid ? "/v1/paid/controller-witness" : "/v1/controller-witness";
+  const post = async (key = "kept-1") => {
+    const headers: Record<string, string> = { "content-type": "application/json", "idempotency-key": key, ...(header === undefined ? {} : { "payment-signature": header }) };
+    const res = await app.handle(new Request(`http://localhost${path}`, { method: "POST", headers, body: BODY }));
+    return { status: res.status, replayed: res.headers.get("idempotent-replayed"), body: await res.json() as Record<string, unknown>, paid: res.headers.get("payment-response") };
+  };
+  const record = () => payments.find(testPaymentKey(header!));
+  return { ledger, post, runs: () => runs, facilitator, record };
+}
+
+const GIVEN_BACK = "The witness transaction failed; nothing of it was written; send it again under a new key";
+
+describe("a witness answered 503 OUTCOME_UNKNOWN under its Idempotency-Key, its write then given back (decisions §23)", () => {
+  test("the retry answers 500 SUBMISSION_FAILED, kept for the key; nothing is written again under it, a new key writes the witness", async () => {
+    const { ledger, post, runs } = await keptSetUp();
+    expect(await post()).toMatchObject({ status: 503, replayed: null, body: { code: "OUTCOME_UNKNOWN" } });
+    // The reconciler gave the write back (no word of it for 10 minutes): its transaction could still land.
+    const { txHash } = ledger.writes.get("w1")!;
+    await ledger.release("w1", 0);
+    const failed = await post();
+    expect(failed).toEqual({ status: 500, replayed: "true", body: { error: GIVEN_BACK, code: "SUBMISSION_FAILED", details: txHash }, paid: null });
+    // Kept: replayed as it is. Before, the retry ran the witness again under the key (a second write).
+    expect(await post()).toEqual(failed);
+    expect(runs()).toBe(1);
+    expect(await post("kept-2")).toMatchObject({ status: 200, replayed: null, body: { success: true } });
+    expect([...ledger.writes.values()].map((w) => [w.id, w.state])).toEqual([["w1", "released"], ["w2", "committed"]]);
+  });
+
+  test("paid: the retry answers the failure and forgets the payment; its authorization pays for the witness under a new key", async () => {
+    const { ledger, post, runs, facilitator, record } = await keptSetUp(true);
+    expect(await post()).toMatchObject({ status: 503, body: { code: "OUTCOME_UNKNOWN" } });
+    expect((await record())?.state).toBe("work_unknown");
+    await ledger.release("w1", 0);
+    // Before: 409 PAYMENT_ALREADY_USED, kept for the key's 24 hours, the payment `work_unknown` for good.
+    const failed = await post();
+    expect(failed).toMatchObject({ status: 500, replayed: "true", body: { error: GIVEN_BACK, code: "SUBMISSION_FAILED" }, paid: null });
+    expect(await record()).toBeUndefined();
+    expect(await post()).toEqual(failed);
+    expect([runs(), facilitator.settlements]).toEqual([1, 0]);
+    const again = await post("kept-2");
+    expect(again).toMatchObject({ status: 200, replayed: null, body: { success: true } });
+    expect(decodePaymentResponseHeader(again.paid!)).toMatchObject({ success: true });
+    expect([runs(), facilitator.settlements, (await record())?.state]).toEqual([2, 1, "settled"]);
+  });
+
+  test("a request that died after signing, its write given back before the retry: the same failure, never a second write", async () => {
+    const { ledger, post, dying, pastLease, runs } = setUp();
+    await dying("signed");
+    const { txHash } = ledger.writes.get("w1")!;
+    await ledger.release("w1", 0);
+    pastLease();
+    const failed = await post();
+    expect([failed.status, await failed.json()]).toEqual([500, { error: GIVEN_BACK, code: "SUBMISSION_FAILED", details: txHash }]);
+    const replayed = await post();
+    expect([replayed.status, replayed.headers.get("idempotent-replayed"), runs()]).toEqual([500, "true", 1]);
+  });
+});

@@ -1,6 +1,8 @@
+import type { IdempotencyRecord, IdempotencyStore, ReopenedKey, StoredAnswer } from "../idempotency.ts";
+
 /** Idempotency keys in memory, with the stores' rules (the record's `createdAtMs` is the time it is asked at). */
 export function fakeIdempotencyStore() {
-  type Held = import("../idempotency.ts").IdempotencyRecord;
+  type Held = IdempotencyRecord;
   const records = new Map<string, Held>();
   const id = (scope: string, key: string) => `${scope}\n${key}`;
   const store = {
@@ -28,12 +30,12 @@ export function fakeIdempotencyStore() {
       if (held?.state === "running") records.set(id(scope, key), { ...held, submissionId });
       return Promise.resolve();
     },
-    complete(scope: string, key: string, answer: import("../idempotency.ts").StoredAnswer) {
+    complete(scope: string, key: string, answer: StoredAnswer) {
       const held = records.get(id(scope, key));
       if (held?.state === "running") records.set(id(scope, key), { ...held, state: "done", answer });
       return Promise.resolve();
     },
-    reopen(scope: string, key: string, taken: import("../idempotency.ts").ReopenedKey) {
+    reopen(scope: string, key: string, taken: ReopenedKey) {
       const held = records.get(id(scope, key));
       const same = held?.state === "done" && held.fingerprint === taken.fingerprint && held.submissionId !== null &&
         held.expiresAtMs > taken.nowMs && JSON.stringify(held.answer) === JSON.stringify(taken.answer);
@@ -58,5 +60,5 @@ export function fakeIdempotencyStore() {
       return Promise.resolve(ended);
     },
   };
-  return store satisfies import("../idempotency.ts").IdempotencyStore;
+  return store satisfies IdempotencyStore;
 }

@@ -97,3 +97,22 @@ describe("a paid private-relay write that died under its Idempotency-Key (decisi
     expect([env.sent(), env.facilitator.settlements, await env.record()]).toEqual([1, 0, undefined]);
   });
 });
+
+describe("a paid private-relay write whose payment was kept `work_unknown` (decisions §23 with §13)", () => {
+  test("its write then released: the retry answers the failure and the payment is forgotten, no longer `work_unknown` for good", async () => {
+    const env = await setUp();
+    void env.post();
+    while (env.sent() === 0) await Bun.sleep(1);
+    env.clock.set(env.clock.nowMs() + IDEMPOTENCY_LEASE_MS + 1);
+    const pending = await env.post();
+    expect([pending.status, (await pending.json() as { code: string }).code]).toEqual([503, "OUTCOME_UNKNOWN"]);
+    expect((await env.record())?.state).toBe("work_unknown");
+    // The reconciler releases the record (nothing on chain): the write failed.
+    await env.replay.release(31337, env.key);
+    env.clock.set(env.clock.nowMs() + IDEMPOTENCY_LEASE_MS + 1);
+    const answered = await env.post();
+    expect([answered.status, (await answered.json() as { code: string }).code]).toEqual([500, "SUBMISSION_FAILED"]);
+    // Before, the payment stayed `work_unknown`: its authorization refused as used, nothing ever settled.
+    expect([env.sent(), env.facilitator.settlements, await env.record()]).toEqual([1, 0, undefined]);
+  });
+});

@@ -636,7 +636,7 @@ describe("/mcp in the app", () => {
 });
 
 describe("request_controller_witness answered OUTCOME_UNKNOWN under its idempotencyKey (decisions §23)", () => {
-  test("a retry answers from the write the call noted: kept as it was while on its way, run again once the write was given back", async () => {
+  test("a retry answers from the write the call noted: kept as it was while on its way, a kept failure once the write was given back", async () => {
     const clock = fakeClock();
     const ledger = fakeWriteLedger();
     const account = { id: "acc-2", address: "0x00000000000000000000000000000000000000a2", plan: "free", createdAtMs: 0 } as unknown as Account;
@@ -663,9 +663,12 @@ describe("request_controller_witness answered OUTCOME_UNKNOWN under its idempote
     expect(await tool.run(args, { clientKey: "c", account })).toEqual(first);
     expect(await tool.run(args, { clientKey: "c", account })).toEqual(first);
     expect(runs).toBe(1);
-    // The reconciler gave the write back (nothing on chain): the retry runs the witness again, as a dead call's does.
+    // The reconciler gave the write back (no word of it: it could still land): the retry answers the failure, kept, and
+    // never runs the witness again under the key. Before, it ran again: a second write under one key.
     await ledger.release("u1", clock.nowMs());
-    expect(await tool.run(args, { clientKey: "c", account })).toMatchObject({ ok: false, code: "OUTCOME_UNKNOWN" });
-    expect(runs).toBe(2);
+    const failed = await tool.run(args, { clientKey: "c", account });
+    expect(failed).toEqual({ ok: false, code: "SUBMISSION_FAILED", message: "The witness transaction failed; nothing of it was written; send it again under a new key", details: ledger.writes.get("u1")!.txHash! });
+    expect(await tool.run(args, { clientKey: "c", account })).toEqual(failed);
+    expect(runs).toBe(1);
   });
 });
