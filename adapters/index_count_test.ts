@@ -13,7 +13,7 @@ import { indexQuerySql } from "./sql/index_query.ts";
 import type { EasEvent, IndexedAttestation, IndexStore } from "../ports/attestation_index.ts";
 import type { HexString } from "../ports/eas.ts";
 import { fakeAttestationIndex, fakeClock } from "../ports/fakes/mod.ts";
-import { didToAddress } from "../domain/did/mod.ts";
+import { didToAddress, normalizeDid, normalizeSubjectDid } from "../domain/did/mod.ts";
 import { encodeSchemaData } from "../domain/schema_data.ts";
 import { findSchemaByName } from "../domain/schemas.ts";
 import { createCountAttestations, createIndexAnswers, createIndexFollower, createListAttestations, createSubjectOf, type ListQuery } from "../domain/index/mod.ts";
@@ -244,3 +244,87 @@ countCases("postgres", async () => {
   expect(detail).toContain("Index Only Scan using index_attestations_subject");
   return detail;
 }, pgSkip);
+
+/**
+ * A record's subject is data anyone writes (found by attack): `did:web:count.test#<TAB>x` was listed under
+ * `did:web:count.test` (the list cut the fragment) but not counted (the stored subject refused the tab). Hostile payload
+ * subjects, each sent to the DID address of what it names (or of COUNT_SUBJECT): for every subject a caller can name
+ * among them, the count is the list's length, on the real SQLite and PostgreSQL stores; and a database whose subjects
+ * were stored under the earlier rule is filled again at the follower's first step.
+ */
+const COUNT_SUBJECT = "did:web:count.test";
+const PKH = "did:pkh:eip155:1:0x00000000000000000000000000000000000000c0";
+const HOSTILE = [
+  COUNT_SUBJECT, `${COUNT_SUBJECT}#\tx`, `${COUNT_SUBJECT}#\u00a0`, `${COUNT_SUBJECT}#\u0000`, `${COUNT_SUBJECT}#`, `${COUNT_SUBJECT}#key-1`,
+  `${COUNT_SUBJECT}# x`, ` ${COUNT_SUBJECT}\t`, `${COUNT_SUBJECT}\u00a0`, `${COUNT_SUBJECT}\u0000`, `${COUNT_SUBJECT}\t#x`, "did:web:COUNT.Test",
+  "did:web:count.test.", "did:web:count.test..", "did:web:www.count.test", "did:web:www.www.count.test", "count.test", "COUNT.TEST.#x",
+  "did:web:count.test?x=1", "did:web:count.test?x=1#\ty", "did:web:count%2Etest", "did:web:count.test%20", "did:web:count.test%09#x",
+  "did:web:c\u043eunt.test", "did:web:count.test\u200b", "did:web:count.test:user#\t", "did:web:count.test/", "did:web:count.test#".padEnd(3_000, "a"),
+  PKH, `${PKH.toUpperCase().replace("DID:PKH:EIP155", "did:pkh:eip155")}#\t`, "did:pkh:eip155:01:0x00000000000000000000000000000000000000c0",
+  "did:key:z6MkCount#\u00a0", "did:key:z6MkCount", "did:ethr:0x00000000000000000000000000000000000000c0#\n",
+];
+
+/** What a caller can name of a hostile subject (the list's and count's query), or undefined. */
+const nameable = (s: string) => {
+  const named = normalizeSubjectDid(s);
+  return named.ok ? named.value : undefined;
+};
+/** Attestation n naming `subject`, sent to the DID address of what it names (else of COUNT_SUBJECT). */
+function hostile(n: number, subject: string): IndexedAttestation {
+  const hashed = normalizeDid(subject);
+  const to = hashed.ok ? didToAddress(hashed.value) : undefined;
+  const recipient = to?.ok ? to.value : (didToAddress(COUNT_SUBJECT) as { value: string }).value;
+  return { ...record(n, { subject }), recipient: recipient.toLowerCase() as HexString };
+}
+const HOSTILE_RECORDS = HOSTILE.map((s, i) => hostile(i + 1, s));
+const HOSTILE_QUERIES = [...new Set([COUNT_SUBJECT, "count.test", PKH, "did:key:z6MkCount", ...HOSTILE.map(nameable).filter((s) => s !== undefined)])];
+
+function hostileCases(name: string, open: () => Promise<IndexStore>, skip?: string) {
+  describe.skipIf(skip !== undefined)(`the count of a hostile payload subject is the list's length: ${name}`, () => {
+    test("for every subject a caller can name, the count equals the list's length (tabs, NBSP, U+0000, case, dots, fragments, queries, escapes)", async () => {
+      const store = await open();
+      const { count, listed, checked } = reads(store);
+      const subjects = new Map<string, string>();
+      for (const a of HOSTILE_RECORDS) {
+        const s = subjectOf(a);
+        if (s !== null) subjects.set(a.uid.toLowerCase(), s);
+      }
+      const last = BigInt(HOSTILE_RECORDS.length) * 10n;
+      expect(await store.append(undefined, HOSTILE_RECORDS.map(attested), cp(last), { attestations: HOSTILE_RECORDS, subjects })).toBe(true);
+      await checked(last);
+      const seen: Record<string, [number, number]> = {};
+      for (const subject of HOSTILE_QUERIES) seen[subject] = [await count({ subject }), await listed({ subject })];
+      for (const [subject, [n, listedN]] of Object.entries(seen)) expect({ subject, n }).toEqual({ subject, n: listedN });
+      // The attack's three reviews all name the subject (a fragment is not part of it), listed and counted alike.
+      expect(seen[COUNT_SUBJECT]![0]).toBeGreaterThanOrEqual(3);
+    });
+
+    test("subjects stored under the earlier rule (a fragment's whitespace named nobody) are stored again at the follower's first step", async () => {
+      const store = await open();
+      const { count, listed, checked } = reads(store);
+      const attack = [COUNT_SUBJECT, `${COUNT_SUBJECT}#\tx`, `${COUNT_SUBJECT}#\u00a0`].map((s, i) => hostile(i + 1, s));
+      // As the earlier rule stored them: the two with whitespace in their fragment named nobody, under its rule text.
+      expect(await store.resetSubjectsUnless!(JSON.stringify([[REVIEW_UID, REVIEW.schema]]))).toBe(false);
+      const earlier = new Map([[attack[0]!.uid.toLowerCase(), COUNT_SUBJECT]]);
+      expect(await store.append(undefined, attack.map(attested), cp(30n), { attestations: attack, subjects: earlier })).toBe(true);
+      await checked(30n);
+      expect(await listed({ subject: COUNT_SUBJECT })).toBe(3);
+      const never = () => Promise.reject(new Error("no chain read expected"));
+      const step = createIndexFollower({
+        chain: { head: () => Promise.resolve({ ok: true as const, value: 30n }), blockHash: () => Promise.resolve({ ok: true as const, value: cp(30n).blockHash }), events: never, block: never, attestations: never },
+        store,
+        startBlock: 0n,
+        confirmations: 0,
+        stepBlocks: 100n,
+        subjectOf,
+      });
+      expect(await step()).toMatchObject({ ok: true, subjectsFilled: 3 });
+      expect(await step()).toMatchObject({ ok: true, caughtUp: true });
+      expect(await count({ subject: COUNT_SUBJECT })).toBe(3);
+      expect(await store.resetSubjectsUnless!(subjectOf.rule)).toBe(false);
+    });
+  });
+}
+
+hostileCases("sqlite", () => Promise.resolve(createSqliteIndexStore(db, { chainId: ++nextChain, easAddress: EAS })));
+hostileCases("postgres", async () => await pg.storage().indexStore({ chainId: ++nextChain, easAddress: EAS }), pgSkip);

@@ -187,3 +187,21 @@ describe("GET /v1/attestations/count and /v1/attestations/{uid}", () => {
     }
   });
 });
+
+describe("GET /v1/attestations/count of a subject anyone can write reviews of", () => {
+  test("reviews whose subject holds whitespace or U+0000 in its fragment are listed and counted alike (found by attack)", async () => {
+    // A fragment is not part of the subject (decisions §3): all four name COUNTED, so the list shows them, and the
+    // count (§24: the same filters) must count them, not leave out what the list lists.
+    const COUNTED = "did:web:count.example";
+    const review = findSchemaByName("user-review")!;
+    const reviewUid = stack.devnet.schemaUids["user-review"] as Hex;
+    for (const subject of [COUNTED, `${COUNTED}#\tx`, `${COUNTED}#\u00a0`, `${COUNTED}#\u0000`]) {
+      const payload = (encodeSchemaData(review.schema, { subject, version: "1", ratingValue: 1n, reviewBody: "bad", screenshotUrls: [], proofs: [] }) as { value: Hex }).value;
+      await writer.attest(keyA, reviewUid, { recipient: address(COUNTED), data: payload, revocable: false });
+    }
+    await stack.sync();
+    const listed = await uids(`subject=${COUNTED}&schema=user-review`);
+    const count = await get(`/v1/attestations/count?subject=${COUNTED}&schema=user-review`);
+    expect([count.status, count.body.count, listed.length]).toEqual([200, 4, 4]);
+  });
+});

@@ -24,6 +24,7 @@ import {
   parseArtifactDid,
   parseDidPkh,
   publicJwkEquals,
+  recordSubjectDid,
   validateDidAddress,
 } from "./mod.ts";
 import type { Result } from "../result.ts";
@@ -743,6 +744,22 @@ describe("normalizeSubjectDid(): the one rule for a subject a caller names (issu
     ]) {
       const result = normalizeSubjectDid(input);
       expect({ input, ok: result.ok, code: result.ok ? undefined : result.code }).toEqual({ input, ok: false, code: "INVALID_DID" });
+    }
+  });
+});
+
+describe("recordSubjectDid(): what a record's payload subject names", () => {
+  test("the fragment is cut before the one subject rule; what it gives is always a subject a caller can name", () => {
+    expect(recordSubjectDid("did:web:Shop.Example#\tkey-1")).toBe("did:web:shop.example");
+    expect(recordSubjectDid("shop.example#\u0000")).toBe("did:web:shop.example");
+    expect(normalizeSubjectDid("did:web:shop.example#\tkey-1").ok).toBe(false);
+    for (const subject of ["did:web:shop.example\u0000", "did:web:shop.example?x=1", "did:web:www.www.shop.example", "did:pkh:eip155:01:0x00000000000000000000000000000000000000c0", "", 7]) {
+      expect({ subject, named: recordSubjectDid(subject) }).toEqual({ subject, named: undefined });
+    }
+    const hostile = ["did:web:x.example#\u00a0", " did:web:X.example.\t", "did:web:x.example\t#y", "did:key:z6Mk#\n", "did:web:x.example:u#%00", "x.example..#"];
+    for (const subject of hostile) {
+      const named = recordSubjectDid(subject);
+      if (named !== undefined) expect({ subject, again: normalizeSubjectDid(named) }).toEqual({ subject, again: { ok: true, value: named } });
     }
   });
 });

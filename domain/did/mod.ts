@@ -20,4 +20,4 @@ export { JWK_IGNORED_IN_EQUALITY, JWK_PUBLIC_MEMBERS } from "./_private.ts";
 export { buildDidPkh, buildDidPkhFromCaip10, checksumEvmAddress, type DidPkhParts } from "./did_pkh.ts";
 export { DID_WEB_NO_LOCATION, didWebLocation, isDidWebPathSegment, isDomainNameHost, normalizeDomain } from "./did_web.ts";
 export { didJwkToJwk, didPkhToCaip10, extractAddressFromDid, getDomainFromDidWeb, normalizeDid, parseDidPkh } from "./normalize.ts";
-export { MAX_SUBJECT_DID_LENGTH, normalizeSubjectDid } from "./subject.ts";
+export { MAX_SUBJECT_DID_LENGTH, normalizeSubjectDid, recordSubjectDid } from "./subject.ts";

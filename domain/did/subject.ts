@@ -58,3 +58,22 @@ function isPlainEip155(did: string): boolean {
   const chainId = EIP155_DID_PKH.exec(did)?.[1];
   return chainId !== undefined && Number.isSafeInteger(Number(chainId));
 }
+
+/**
+ * What a record's payload `subject` names (the list's and count's subject filter, the stored subject of the index,
+ * webhook events): {@link normalizeDid}, the form that is hashed, kept only when it is a subject a caller can name by
+ * {@link normalizeSubjectDid} (a fixed point of it); undefined otherwise. Key status and controller authorization compare
+ * the hashed form with a subject {@link normalizeSubjectDid} gave, which agrees with it.
+ *
+ * A record's subject is data anyone writes, not a request's input: the rule for it cuts at `#` first (decisions §3: a
+ * fragment names a part of the DID document, never another subject), so `did:web:x#<TAB>k` names `did:web:x`, where
+ * {@link normalizeSubjectDid} refuses it whole as a caller's input. What it gives never holds whitespace or a control
+ * character, so a stored subject never reaches PostgreSQL's text with U+0000.
+ */
+export function recordSubjectDid(subject: unknown): string | undefined {
+  if (typeof subject !== "string") return undefined;
+  const hashed = normalizeDid(subject);
+  if (!hashed.ok) return undefined;
+  const named = normalizeSubjectDid(hashed.value);
+  return named.ok && named.value === hashed.value ? named.value : undefined;
+}

@@ -6,7 +6,7 @@
 import type { AttestationIndex, IndexedAttestation, IndexFilter, IndexStore, PageCursor, PagedLog } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
 import { isAddress, keccak256, stringToBytes } from "viem/utils";
-import { base64UrlDecode, base64UrlEncode, didToAddress, normalizeDid, normalizeSubjectDid } from "../did/mod.ts";
+import { base64UrlDecode, base64UrlEncode, didToAddress, normalizeSubjectDid, recordSubjectDid } from "../did/mod.ts";
 import { hmacSha256 } from "../hmac.ts";
 import { fail, ok, type Result } from "../result.ts";
 import { decodeSchemaData } from "../schema_data.ts";
@@ -232,7 +232,8 @@ function toItem(a: IndexedAttestation, namesByUid: ReadonlyMap<string, string>):
   const definition = schemaName === null ? undefined : findSchemaByName(schemaName);
   const decoded = definition === undefined ? undefined : decodeSchemaData(definition.schema, a.data);
   const data = decoded?.ok ? decoded.value : {};
-  const named = typeof data.subject === "string" ? normalizeDid(data.subject) : undefined;
+  // The rule the stored subject follows (domain/index/record_subject.ts), so the count is what the list lists.
+  const named = recordSubjectDid(data.subject);
   return {
     attestation: {
       uid: a.uid,
@@ -246,7 +247,7 @@ function toItem(a: IndexedAttestation, namesByUid: ReadonlyMap<string, string>):
       data,
     },
     revoked: a.revocationTime !== 0n,
-    decodedSubject: named?.ok ? named.value : undefined,
+    decodedSubject: named,
   };
 }
 

@@ -26,3 +26,22 @@ describe("createSubjectOf()", () => {
     }
   });
 });
+
+describe("createSubjectOf(): a record's subject is read as the list reads it", () => {
+  test("a fragment is not part of the subject: whitespace, NBSP or U+0000 in it leaves the subject named (the list lists it)", () => {
+    for (const subject of ["did:web:shop.example#\tx", "did:web:shop.example#\u00a0", "did:web:shop.example#\u0000", "did:web:Shop.Example# key-1"]) {
+      expect({ subject, named: subjectOf(review(subject)) }).toEqual({ subject, named: "did:web:shop.example" });
+    }
+    // Outside the fragment the one subject rule still holds: no whitespace, no query, one normal form.
+    for (const subject of ["did:web:shop.example?x=1#\t", "did:web:www.www.shop.example#x", "did:web:shop.example\u200b", "did:web:sh\u043ep.example"]) {
+      expect({ subject, named: subjectOf(review(subject)) }).toEqual({ subject, named: null });
+    }
+  });
+
+  test("the rule names how subjects are read, so subjects stored by the earlier reading are stored again", () => {
+    // The earlier rule's text: the schemas alone.
+    expect(subjectOf.rule).not.toBe(JSON.stringify([[REVIEW_UID, REVIEW.schema]]));
+    expect(createSubjectOf({ "user-review": REVIEW_UID }).rule).toBe(subjectOf.rule);
+    expect(createSubjectOf({}).rule).not.toBe(subjectOf.rule);
+  });
+});

@@ -179,3 +179,16 @@ describe("createSubmissionEvents(): submission.settled carries its chain", () =>
     expect(chainOf("sub-3")).toBeUndefined();
   });
 });
+
+describe("attestationEvent(): a record's subject as the index reads it", () => {
+  test("whitespace or U+0000 in the subject's fragment: the event names the subject, as the list, the count and key status do", () => {
+    // A fragment is not part of the subject (decisions §3): such a binding is listed, counted and read by key status
+    // under SUBJECT, so its watchers hear of it too.
+    for (const subject of [`${SUBJECT}#\tkey-1`, `${SUBJECT}#\u0000`, `${SUBJECT}# `]) {
+      const record = binding(`0x${"74".repeat(32)}`);
+      const named = { ...record, data: encodeAbiParameters(parseAbiParameters(keySchema.schema), [subject, "did:key:z6Mk", "{}", ["sign"], [], 1n, 1n, 0n]) as HexString };
+      const event = attestationEvent({ seq: 1, kind: "attested", uid: record.uid, blockNumber: 10n } as OutboxRow, named, schemaNames);
+      expect({ subject, named: event?.subject, data: event?.data.subject }).toEqual({ subject, named: SUBJECT, data: SUBJECT });
+    }
+  });
+});

@@ -9,7 +9,7 @@ import type { HexString } from "../../ports/eas.ts";
 import type { Random } from "../../ports/random.ts";
 import type { OutboxRow, WebhookEventType, WebhookMessage, WebhookTarget } from "../../ports/webhooks.ts";
 import type { ChainAnswer } from "../chains/mod.ts";
-import { base64UrlEncode, didToAddress, normalizeSubjectDid } from "../did/mod.ts";
+import { base64UrlEncode, didToAddress, recordSubjectDid } from "../did/mod.ts";
 import { decodeSchemaData } from "../schema_data.ts";
 import { findSchemaByName } from "../schemas.ts";
 
@@ -67,23 +67,23 @@ export function attestationEvent(row: OutboxRow, record: StoredAttestation, sche
   const definition = schemaName === null ? undefined : findSchemaByName(schemaName);
   const decoded = definition === undefined ? undefined : decodeSchemaData(definition.schema, record.data as HexString);
   const fields = decoded?.ok ? decoded.value : {};
-  if (typeof fields.subject !== "string") return undefined;
-  // The one subject rule, as the index reads it: a subject no route can name (U+0000, whitespace, control characters)
-  // is about nobody one can watch. One with U+0000, written by anyone to EAS, stopped every account's deliveries on
-  // PostgreSQL (its text refuses it), the fan-out retrying that row for good.
-  const subject = normalizeSubjectDid(fields.subject);
-  if (!subject.ok) return undefined;
-  const address = didToAddress(subject.value);
+  // A record's subject as the index reads it (recordSubjectDid: the fragment cut, then the one subject rule), so a
+  // watcher hears of what the list and the count show under the subject: one no route can name (U+0000, whitespace,
+  // control characters outside a fragment) is about nobody one can watch. One with U+0000, written by anyone to EAS,
+  // stopped every account's deliveries on PostgreSQL (its text refuses it), the fan-out retrying that row for good.
+  const subject = recordSubjectDid(fields.subject);
+  if (subject === undefined) return undefined;
+  const address = didToAddress(subject);
   if (!address.ok || address.value.toLowerCase() !== record.recipient.toLowerCase()) return undefined;
   const chain = outboxChain(row);
   return {
-    subject: subject.value,
+    subject,
     schemaName,
     data: {
       uid: record.uid.toLowerCase(),
       schema: schemaName,
       schemaUid,
-      subject: subject.value,
+      subject,
       attester: record.attester.toLowerCase(),
       recipient: record.recipient.toLowerCase(),
       refUID: record.refUID.toLowerCase(),
