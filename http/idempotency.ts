@@ -1,4 +1,5 @@
 import {
+  awaitsOutcome,
   type Idempotency,
   type IdempotencyAnswer,
   type IdempotencyDecision,
@@ -55,7 +56,18 @@ export type IdempotentRun = {
    * the run answers with, having done nothing. Not called: the run answered before the scope was verified, and nothing
    * of it is kept.
    */
-  readonly begin?: (() => Promise<Response | undefined>) | undefined;
+  readonly begin?: KeyBegin | undefined;
+};
+
+/** `IdempotentRun.begin`, with a read of the key that writes nothing (`held`). */
+export type KeyBegin = (() => Promise<Response | undefined>) & {
+  /**
+   * The key's answer when a request with these very bytes (the same payment header) holds it: its kept answer, or 409
+   * `IDEMPOTENCY_KEY_IN_USE` while it runs (or died: its retry takes it over); undefined when the key is free or holds
+   * another request's. Read without writing, for a run that answers before its scope is verified because this request's
+   * twin got further (its payment reserved): the twin's key answers, not the run's refusal.
+   */
+  readonly held?: (() => Promise<Response | undefined>) | undefined;
 };
 
 const plainRefusal: Refuse = (code, message, headers = {}) => json(errorBody(code, message), statusOf(code), headers);
@@ -79,13 +91,10 @@ export async function idempotent(
   if (key.value === undefined || idempotency === undefined || typeof write.body === "symbol") return await run({});
   const body = typeof write.body === "string" ? write.body : "";
   const keyed: IdempotentRequest = { scope: write.scope, key: key.value, method: request.method, path: new URL(request.url).pathname, body };
-  // A paid write's key is begun once its payer is verified (`verifiedInRun`). A key held already is answered below as
-  // any write's (its kept answer, the reopening of one that named no outcome, a dead request's taken over, 422, 409):
-  // its record was begun by a verified request, and only these very bytes take it back.
-  if (write.verifiedInRun === true && idempotency.held !== undefined && (await idempotency.held(keyed)).kind === "free") {
-    return await verifiedRun(idempotency, keyed, run, refuse);
-  }
-  const decision = await idempotency(keyed);
+  // A paid write's key is begun once its payer is verified (`verifiedInRun`); the decision it hands back here is a key
+  // taken over from a request with these very bytes that noted a write (a dead one's, a kept answer that named none yet).
+  const decision = write.verifiedInRun === true ? await verifiedKey(idempotency, keyed, run, refuse) : await idempotency(keyed);
+  if (decision instanceof Response) return decision;
   if (decision.kind !== "run") return keyAnswer(decision, refuse);
   // A kept "outcome unknown" taken back to answer from the write its request noted (decisions §23), as below.
   const kept = decision.kept;
@@ -125,34 +134,83 @@ function keyAnswer(answer: IdempotencyAnswer, refuse: Refuse): Response {
   }
 }
 
+type RunDecision = Extract<IdempotencyDecision, { kind: "run" }>;
+
+const IN_USE: IdempotencyAnswer = {
+  kind: "in-use",
+  code: "IDEMPOTENCY_KEY_IN_USE",
+  message: "A request with this Idempotency-Key is still being processed",
+  retryAfterSeconds: IDEMPOTENCY_RETRY_AFTER_SECONDS,
+};
+
+/**
+ * The key of a write whose scope `run` verifies (`IdempotentWrite.verifiedInRun`), before anything is verified. What
+ * the key holds is answered from a read that writes nothing (a retry's kept answer, 422, 409). Only a request with these
+ * very bytes (the same payment header, which a verified request's record was begun with) takes the key before its run,
+ * and only to answer from a write that record noted (a dead request's, or a kept answer that named no outcome yet): that
+ * decision is handed back to be resumed. Anything else is `verifiedRun`, the key begun once the scope is verified. Before,
+ * a key read held by another request (422, 409) was taken by this one when it turned free meanwhile (its request's
+ * answer not kept, or the record expired), before anything was verified: a forged header naming the payer had its 409
+ * `PAYMENT_ALREADY_USED` kept there, and the payer's retry was 422 for 24 hours (found by review).
+ */
+async function verifiedKey(idempotency: Idempotency, keyed: IdempotentRequest, run: (context: IdempotentRun) => Promise<Response>, refuse: Refuse) {
+  const held = idempotency.held === undefined ? { kind: "free" as const } : await idempotency.held(keyed);
+  if (held.kind === "reused" || held.kind === "in-use") return keyAnswer(held, refuse);
+  if (held.kind === "replay" && !awaitsOutcome(held.answer)) return replayed(held.answer);
+  if (held.kind !== "free") {
+    const taken = await idempotency(keyed);
+    if (taken.kind !== "run" || taken.resumed !== undefined) return taken;
+    // Nothing noted to answer from: the key turned free since the read (or its dead request wrote nothing). Given up
+    // before anything runs, so no request holds it unverified; the run begins it once verified.
+    await taken.finish(undefined);
+  }
+  return await verifiedRun(idempotency, keyed, run, refuse);
+}
+
 /**
  * A write whose scope `run` verifies (`IdempotentWrite.verifiedInRun`), under a key no record holds: the record is
  * begun when `run` calls `begin`, its scope verified, and its answer kept from then on as any write's. A run that
- * answers without calling it (a payment refused, or one named by a header it was not signed by) leaves no record.
+ * answers without calling it (a payment refused, or one named by a header it was not signed by) leaves no record. A
+ * key found at `begin` taken over from a request with these bytes that noted a write (it died, or its kept answer named
+ * no outcome, between the read and now) is handed back to be resumed as any retry's, this run given up unpaid: before,
+ * a dead request's record was left with its lease renewed (409 for the lease's 5 minutes) and a kept answer was
+ * replayed without asking its write.
  */
-async function verifiedRun(idempotency: Idempotency, keyed: IdempotentRequest, run: (context: IdempotentRun) => Promise<Response>, refuse: Refuse) {
-  let decision: Extract<IdempotencyDecision, { kind: "run" }> | undefined;
+async function verifiedRun(
+  idempotency: Idempotency,
+  keyed: IdempotentRequest,
+  run: (context: IdempotentRun) => Promise<Response>,
+  refuse: Refuse,
+): Promise<Response | RunDecision> {
+  let decision: RunDecision | undefined;
+  let resumes: RunDecision | undefined;
   const begin = async (): Promise<Response | undefined> => {
+    // The answer the run gives up with when it hands the key back: never the client's (see below).
+    if (resumes !== undefined) return keyAnswer(IN_USE, refuse);
     if (decision !== undefined) return undefined;
     const taken = await idempotency(keyed);
     if (taken.kind !== "run") return keyAnswer(taken, refuse);
-    // Held meanwhile by a request with this fingerprint (begun and done, or dead, between the read above and now): its
-    // answer, or its resume, is its retry's, before any payment is taken.
-    if (taken.kept !== undefined) return await givenBack(taken.finish, taken.kept);
     if (taken.resumed !== undefined) {
-      // The record is left as it is (its lease renewed): a retry past the lease resumes it.
-      return keyAnswer({ kind: "in-use", code: "IDEMPOTENCY_KEY_IN_USE", message: "A request with this Idempotency-Key is still being processed", retryAfterSeconds: IDEMPOTENCY_RETRY_AFTER_SECONDS }, refuse);
+      resumes = taken;
+      return keyAnswer(IN_USE, refuse);
     }
     decision = taken;
     return undefined;
   };
+  const held = async (): Promise<Response | undefined> => {
+    const found = idempotency.held === undefined ? undefined : await idempotency.held(keyed);
+    if (found?.kind === "replay") return replayed(found.answer);
+    return found?.kind === "in-use" || found?.kind === "dead" ? keyAnswer(IN_USE, refuse) : undefined;
+  };
   let response: Response;
   try {
-    response = await run({ attach: (submissionId) => decision?.attach(submissionId) ?? Promise.resolve(), begin });
+    response = await run({ attach: (submissionId) => decision?.attach(submissionId) ?? Promise.resolve(), begin: Object.assign(begin, { held }) });
   } catch (error) {
     await decision?.finish(undefined);
+    await resumes?.finish(resumes.kept);
     throw error;
   }
+  if (resumes !== undefined) return resumes;
   if (decision === undefined) return response;
   const kept = await storedAnswer(response);
   await decision.finish(keepsStoredAnswer(kept) ? kept : undefined);

@@ -399,3 +399,97 @@ describe("a write whose scope its run verifies (a paid write's payer, named by i
     expect([answer.status, resumed]).toEqual([200, "sub-1"]);
   });
 });
+
+describe("a paid write's key between its read and its take (found by review of the verified begin)", () => {
+  const KEYED = { scope: "x402:0xpayer", key: "order-1", method: "POST", path: "/v1/paid/delegated-attest" };
+
+  /** The verified writes' setup over a store whose key read runs `afterRead` once it has read (then forgets it). */
+  function setupRace() {
+    const store = fakeIdempotencyStore();
+    const clock = fakeClock();
+    let afterRead: (() => Promise<void>) | undefined;
+    const hooked = {
+      ...store,
+      find: async (scope: string, key: string) => {
+        const found = await store.find(scope, key);
+        const hook = afterRead;
+        afterRead = undefined;
+        await hook?.();
+        return found;
+      },
+    };
+    const idempotency = createIdempotency({ store: hooked, clock, leaseMs: 1_000 });
+    const request = (body: string) =>
+      new Request("http://localhost/v1/paid/delegated-attest", { method: "POST", headers: { "idempotency-key": "order-1" }, body });
+    const write = (body: string, resume?: (noted: string) => Promise<Response | undefined>) => ({ scope: "x402:0xpayer", body, verifiedInRun: true, resume });
+    const spent = () => json({ error: "This payment authorization was already used", code: "PAYMENT_ALREADY_USED" }, 409);
+    return { store, clock, idempotency, request, write, spent, onRead: (hook: () => Promise<void>) => (afterRead = hook) };
+  }
+
+  test("a key read held by the payer's running request, given up before the forged request takes it, is answered from the read: nothing is kept for the forged header, and the payer's retry runs", async () => {
+    // Before: a key read held (422 or 409) went the old way, writing its record before anything was verified; the
+    // payer's request ending with an answer not kept freed it meanwhile, so the forged header took it and its 409
+    // PAYMENT_ALREADY_USED was kept there: the payer's retry was 422 for 24 hours.
+    const env = setupRace();
+    const payer = await env.idempotency({ ...KEYED, body: "genuine" });
+    env.onRead(async () => {
+      if (payer.kind === "run") await payer.finish(undefined);
+    });
+    let forgedRuns = 0;
+    const forged = await idempotent(env.idempotency, env.request("forged"), env.write("forged"), async () => (forgedRuns++, env.spent()));
+    expect([forged.status, (await forged.json() as { code: string }).code, forgedRuns, env.store.records.size]).toEqual([422, "IDEMPOTENCY_KEY_REUSED", 0, 0]);
+    const retry = await idempotent(env.idempotency, env.request("genuine"), env.write("genuine"), async ({ begin }) => (await begin!()) ?? json({ uid: "0x01" }));
+    expect(retry.status).toBe(200);
+  });
+
+  test("a dead request's key that turned free before its retry took it is not held through the run: the run begins it once verified", async () => {
+    const env = setupRace();
+    const dead = await env.idempotency({ ...KEYED, body: "genuine" });
+    if (dead.kind === "run") await dead.attach("sub-1");
+    env.clock.set(env.clock.nowMs() + 2_000);
+    // Another retry took the dead request's key over and gave it up (its answer not kept) between this one's read and take.
+    env.onRead(async () => void (await env.store.abandon(KEYED.scope, KEYED.key)));
+    let resumes = 0;
+    let heldInRun = -1;
+    let begun: boolean | undefined;
+    const answer = await idempotent(env.idempotency, env.request("genuine"), env.write("genuine", async () => (resumes++, undefined)), async ({ begin }) => {
+      heldInRun = env.store.records.size;
+      begun = begin !== undefined;
+      return env.spent();
+    });
+    expect([answer.status, resumes, heldInRun, begun, env.store.records.size]).toEqual([409, 0, 0, true, 0]);
+  });
+
+  test("a record with a noted write met at `begin` (dead, or a kept 503 OUTCOME_UNKNOWN, since the read) is resumed as any retry's, not left 409 or replayed unasked", async () => {
+    // Dead between the read and `begin`: before, its lease was renewed and the retry told 409 for the lease's 5 minutes.
+    const env = setupRace();
+    let resumed: string[] = [];
+    const resume = async (noted: string) => (resumed.push(noted), json({ uid: "0x01" }));
+    let ranOn = 0;
+    const answer = await idempotent(env.idempotency, env.request("genuine"), env.write("genuine", resume), async ({ begin }) => {
+      const dead = await env.idempotency({ ...KEYED, body: "genuine" });
+      if (dead.kind === "run") await dead.attach("sub-1");
+      env.clock.set(env.clock.nowMs() + 2_000);
+      const held = await begin!();
+      if (held !== undefined) return held;
+      ranOn++;
+      return json({ uid: "0x02" });
+    });
+    expect([answer.status, await answer.json(), resumed, ranOn]).toEqual([200, { uid: "0x01" }, ["sub-1"], 0]);
+    expect(env.store.records.get(`${KEYED.scope}\n${KEYED.key}`)).toMatchObject({ state: "done", answer: { status: 200 } });
+
+    // A kept 503 OUTCOME_UNKNOWN between the read and `begin`: before, replayed as kept, its write not asked.
+    const kept = setupRace();
+    resumed = [];
+    const unknown = json({ error: "Outcome unknown", code: "OUTCOME_UNKNOWN" }, 503);
+    const again = await idempotent(kept.idempotency, kept.request("genuine"), kept.write("genuine", resume), async ({ begin }) => {
+      const first = await kept.idempotency({ ...KEYED, body: "genuine" });
+      if (first.kind === "run") {
+        await first.attach("sub-2");
+        await first.finish({ status: 503, headers: {}, body: await unknown.text() });
+      }
+      return (await begin!()) ?? json({ uid: "0x02" });
+    });
+    expect([again.status, again.headers.get("idempotent-replayed"), await again.json(), resumed]).toEqual([200, "true", { uid: "0x01" }, ["sub-2"]]);
+  });
+});

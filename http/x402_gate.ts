@@ -30,6 +30,7 @@ import { errorBody, json } from "./errors.ts";
 import { decodedPayment, inProgress, paidIdempotentWrite, paymentRequired, replayed, unavailable } from "./_x402_answers.ts";
 import { adapterOf, type Gate, type GateWork, guardedFacilitator, headerOf, type PaidRequest, type PaymentGateOptions, paidWorkOf, reasonOf, settleWork, workAnswer } from "./_x402_core.ts";
 import { resumePayment } from "./_x402_resume.ts";
+import type { KeyBegin } from "./idempotency.ts";
 import { SIGNER_RETRY_AFTER_SECONDS } from "../ports/signer.ts";
 
 export type { GateWork, PaidRequest, PaymentGateOptions } from "./_x402_core.ts";
@@ -47,7 +48,7 @@ export type PaidCallOptions = {
    * done (http/idempotency.ts `IdempotentRun.begin`): a key held answers instead (its kept answer, 422, 409), the
    * payment unused. Until then the payer is only what the header says: a refusal before it is nobody's to keep.
    */
-  readonly begin?: (() => Promise<Response | undefined>) | undefined;
+  readonly begin?: KeyBegin | undefined;
 };
 
 /** The paths each purpose is sold on. */
@@ -192,8 +193,11 @@ async function handlePayment(
       if (typeof accepted?.network === "string" && typeof accepted.asset === "string" && plainPaymentTerm(accepted.network) && plainPaymentTerm(accepted.asset) &&
         await gate.options.known(paymentReplayKey({ network: accepted.network, asset: accepted.asset, nonce: authorization.nonce }))) {
         // Before the facilitator verified anything: a spent nonce (public on chain) under any `from` answers here, so
-        // no Idempotency-Key of that payer is taken yet (`PaidCallOptions.begin`), and this 409 is kept for none.
-        return replayed();
+        // no Idempotency-Key of that payer is taken yet (`PaidCallOptions.begin`), and this 409 is kept for none. The
+        // same bytes sent twice at once, the second past the key's read before the first took it and here after the
+        // first reserved the nonce: the key answers (409 `IDEMPOTENCY_KEY_IN_USE`, or its kept answer), as it does a
+        // retry. It said `PAYMENT_ALREADY_USED`, which a client may take as final (found by review).
+        return (await extra.begin?.held?.()) ?? replayed();
       }
     }
     if (authorization !== undefined && gate.options.owes !== undefined && await gate.options.owes(authorization.from)) {

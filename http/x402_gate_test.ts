@@ -2,7 +2,10 @@ import { expect, test } from "bun:test";
 import { decodePaymentRequiredHeader, decodePaymentResponseHeader, decodePaymentSignatureHeader } from "@x402/core/http";
 import type { FacilitatorClient } from "@x402/core/server";
 import { openSqliteStorage } from "../adapters/sqlite/mod.ts";
+import { createIdempotency } from "../domain/idempotency/mod.ts";
 import { readExactAuthorization } from "../domain/payments/mod.ts";
+import { fakeClock, fakeIdempotencyStore } from "../ports/fakes/mod.ts";
+import { idempotent } from "./idempotency.ts";
 import { TEST_PAYMENT, testPaymentGate, testPaymentHeader, testPaymentKey } from "./testing.ts";
 
 const URL_PAID = "http://localhost/v1/paid/controller-witness";
@@ -169,4 +172,53 @@ test("a resumed paid write whose nonce is found used, and shown paid to payTo on
   expect(answer?.status).toBe(200);
   expect(decodePaymentResponseHeader(answer!.headers.get("payment-response")!)).toMatchObject({ success: true, transaction: tx });
   expect(await payments.find(key)).toMatchObject({ state: "settled", settlementTx: tx });
+});
+
+// Found by review: the same paid request sent twice at once, the second reading the key free just before the first took
+// it, met the first's nonce reservation at the replay check and was told 409 PAYMENT_ALREADY_USED, which a client may
+// take as final, while the first was still running.
+test("the same payment twice at once: the second, past the key's read before the first took it, is answered by the key (409 IDEMPOTENCY_KEY_IN_USE), not PAYMENT_ALREADY_USED", async () => {
+  const gate = await gateWith({ verify: () => Promise.resolve({ isValid: true }), settle: settledOk });
+  const store = fakeIdempotencyStore();
+  let afterRead: (() => Promise<void>) | undefined;
+  const hooked = {
+    ...store,
+    find: async (scope: string, key: string) => {
+      const found = await store.find(scope, key);
+      const hook = afterRead;
+      afterRead = undefined;
+      await hook?.();
+      return found;
+    },
+  };
+  const idempotency = createIdempotency({ store: hooked, clock: fakeClock() });
+  const header = await testPaymentHeader(gate, URL_PAID);
+  const send = (work: () => Promise<{ response: Response }>) => {
+    const request = new Request(URL_PAID, { method: "POST", headers: { "payment-signature": header, "idempotency-key": "order-1" }, body: "{}" });
+    return idempotent(idempotency, request, { ...gate.idempotentWrite(request, "{}", "client:x"), verifiedInRun: true }, ({ begin }) =>
+      gate.handle(request, "witness", work, { begin }));
+  };
+  let release = () => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let first: Promise<Response> | undefined;
+  let works = 0;
+  // The second's read of the key, then the first taking it and reserving the nonce before the second goes on.
+  afterRead = async () => {
+    let working!: () => void;
+    const inWork = new Promise<void>((resolve) => (working = resolve));
+    first = send(async () => {
+      works++;
+      working();
+      await held;
+      return { response: Response.json({ written: true }) };
+    });
+    await inWork;
+  };
+  const second = await send(async () => (works++, { response: Response.json({ written: true }) }));
+  expect([second.status, (await second.json() as { code: string }).code, second.headers.get("retry-after")]).toEqual([409, "IDEMPOTENCY_KEY_IN_USE", "1"]);
+  release();
+  expect((await first!).status).toBe(200);
+  expect(works).toBe(1);
+  const retry = await send(async () => (works++, { response: Response.json({ written: true }) }));
+  expect([retry.status, retry.headers.get("idempotent-replayed"), works]).toEqual([200, "true", 1]);
 });

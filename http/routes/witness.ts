@@ -7,7 +7,7 @@ import { Elysia } from "elysia";
 import { type ControllerWitness, parseWitnessBody, WITNESS_GIVEN_BACK_MESSAGE } from "../../domain/witness/mod.ts";
 import { authenticateRequest } from "../credentials.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
-import { idempotent } from "../idempotency.ts";
+import { idempotent, type KeyBegin } from "../idempotency.ts";
 import { REQUEST_MODELS } from "../models.ts";
 import { PAID_ALIASES } from "../x402_gate.ts";
 import { clientKeyFor, compileRequestCheck, readBodyText, requestDetail } from "./request.ts";
@@ -66,7 +66,7 @@ export function witnessRoutes(deps: WitnessRoutesDeps) {
    * One witness paid with x402, the payer standing in for an account (decisions §13). Its write is noted under the
    * request's key once reserved, as a signed-in one's is, so a retry after a crash answers from it (`paidWrite`).
    */
-  const paidWitness = (request: Request, body: unknown, attach?: (noted: string) => Promise<void>, begin?: () => Promise<Response | undefined>) =>
+  const paidWitness = (request: Request, body: unknown, attach?: (noted: string) => Promise<void>, begin?: KeyBegin) =>
     deps.payments!.handle(request, "witness", async ({ payer }) =>
       await paidWork(await witnessAnswer(body, { ok: false, code: "UNAUTHENTICATED", message: "Unauthenticated" }, payer, attach)), { begin });
 

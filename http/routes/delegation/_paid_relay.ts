@@ -9,6 +9,7 @@ import type { RelaySubmission } from "../../../domain/submissions/mod.ts";
 import type { Account } from "../../../ports/accounts.ts";
 import { clientKeyFor, type JsonBody } from "../request.ts";
 import type { ClientAddressOf } from "../../../ports/request_context.ts";
+import type { KeyBegin } from "../../idempotency.ts";
 import type { PaymentGate } from "../../x402_gate.ts";
 import { type RelayTracking, submissionAnswer } from "./_tracking.ts";
 
@@ -64,7 +65,7 @@ export function paidRelayWrites(
    * One paid write: the gate verifies and settles around it; the key is taken once the payment is verified (`begin`),
    * and its submission noted under it (`attach`).
    */
-  const attest = (request: Request, body: unknown, attach?: Attach, begin?: () => Promise<Response | undefined>): Promise<Response> =>
+  const attest = (request: Request, body: unknown, attach?: Attach, begin?: KeyBegin): Promise<Response> =>
     deps.payments!.handle(request, "relay", async ({ payer }) => {
       // Paid work is settled after it is done: an x402 request is answered when its write is, whatever it prefers.
       const caller: PayingAgent = { kind: "x402", address: payer };
