@@ -286,14 +286,20 @@ function readiness(config: Pick<Config, "chains" | "signers">, f: Foundation, c:
   // any client's rate of `/readyz` was the provider's rate of calls. The database, the index and the signers are read
   // each time.
   const chainPart = atMostOnceASecond(() => Promise.all([eas.ping(), delegateBalance(f)]));
+  // With OAUTH_SIGNER, its key revoked by an operator (docs/signing.md#rotation): the instance signs no access token,
+  // and one a forgotten instance signed would be refused everywhere: shown (`oauth` false), not counted in `ready`. Counted,
+  // revoking the key every instance signs with took every instance out of the balancer's pool, public reads and relays
+  // with it, for a fault of the OAuth token endpoint alone.
+  const oauthSigner = c.oauth !== undefined && f.signers.oauth !== undefined;
   return async () => {
     // Read before the indexes: a chain whose gate opens meanwhile is reported held once more, never fresh while held.
     const held = f.heldChains();
-    const [database, [rpc, balance], status, chains] = await Promise.all([
+    const [database, [rpc, balance], status, chains, oauthSignerRevoked] = await Promise.all([
       storage.ping(),
       chainPart(),
       c.index.refresh().catch(() => undefined),
       otherChainsReadiness(c.otherChains ?? [], held),
+      oauthSigner ? c.oauth!.keys.signerRevoked() : Promise.resolve(false),
     ]);
     const delegateFunded = balance === undefined ? undefined : balance >= config.signers.minDelegateBalanceWei;
     const { follower: _, ...indexStatus } = status ?? c.index.status();
@@ -313,6 +319,7 @@ function readiness(config: Pick<Config, "chains" | "signers">, f: Foundation, c:
         rpc,
         ...(delegateFunded === undefined ? {} : { delegateBalance: delegateFunded }),
         index: indexFresh,
+        ...(oauthSigner ? { oauth: !oauthSignerRevoked } : {}),
         // Stopping (SIGTERM): out of the balancer's pool before the instance stops listening (SHUTDOWN_DELAY_MS).
         ...(stopping() ? { accepting: false } : {}),
       },

@@ -35,6 +35,7 @@ export async function wireOAuth(config: Pick<Config, "oauth" | "server">, f: Fou
     clock: systemClock,
     rotateAfterMs: config.oauth.keyRotationDays * 86_400_000,
     signer: f.signers.oauth,
+    log,
   });
   const oauth = createOAuth({
     store: storage.oauth,

@@ -1,11 +1,11 @@
 /**
  * Operator command: `bun run ops accounts list`, `bun run ops accounts set-plan <id|address> <free|paid>`,
  * `bun run ops index status`, `bun run ops index rebuild [--from BLOCK]`, `bun run ops payments list [--state STATE]` and
- * `bun run ops oauth rotate-key`.
+ * `bun run ops oauth rotate-key`, `bun run ops oauth signer-keys` and `bun run ops oauth revoke-signer-key <kid>`.
  * Reads the database from the same environment as the service (DATABASE_URL, else DATABASE_PATH or DATA_DIR).
  * Prints JSON, one account per line for `list`.
  */
-import { createJoseAccessTokenKeys, RETIRED_KEY_GRACE_MS } from "../adapters/jose/mod.ts";
+import { createJoseAccessTokenKeys, KEY_RELOAD_MS, RETIRED_KEY_GRACE_MS } from "../adapters/jose/mod.ts";
 import { systemClock } from "../adapters/system/mod.ts";
 import { openStorage } from "./foundation.ts";
 import { closeSigners, distinctSigners, openServiceSigners, type ServiceSigners } from "./signers.ts";
@@ -26,6 +26,8 @@ const USAGE = `usage: bun run ops accounts list
        bun run ops index rebuild [--from BLOCK]
        bun run ops payments list [--state reserved|worked|settled|settle_failed|work_unknown]
        bun run ops oauth rotate-key
+       bun run ops oauth signer-keys
+       bun run ops oauth revoke-signer-key <kid>
        bun run ops signers
        (in the image: ats ops …)`;
 
@@ -36,7 +38,7 @@ export async function runOps(args: readonly string[], env: Readonly<Record<strin
   const known = group === "accounts"
     ? command === "list" || command === "set-plan"
     : group === "payments" ? command === "list"
-    : group === "oauth" ? command === "rotate-key" && rest.length === 0
+    : group === "oauth" ? ((command === "rotate-key" || command === "signer-keys") && rest.length === 0) || (command === "revoke-signer-key" && rest.length === 1)
     : group === "index" && (command === "status" || command === "rebuild");
   if (!known) {
     out(USAGE);
@@ -56,6 +58,8 @@ export async function runOps(args: readonly string[], env: Readonly<Record<strin
   try {
     if (group === "index") return await indexCommand(command!, rest, config, storage, out);
     if (group === "payments") return await paymentsCommand(rest, storage, out);
+    if (group === "oauth" && command === "signer-keys") return await listOAuthKeys(storage, out);
+    if (group === "oauth" && command === "revoke-signer-key") return await revokeOAuthKey(rest[0]!, config, storage, out);
     if (group === "oauth") return await rotateOAuthKey(config, storage, out);
     const { accounts, ledger } = storage;
     const year = quotaYear(systemClock.nowMs());
@@ -110,6 +114,71 @@ async function rotateOAuthKey(config: Config, storage: Storage, out: (line: stri
   return 0;
 }
 
+const iso = (ms: number | null | undefined) => (ms === null || ms === undefined ? null : new Date(ms).toISOString());
+
+/**
+ * `oauth signer-keys`: every access-token key the database holds, one JSON line each: the instances' `OAUTH_SIGNER`
+ * keys (`kind: "signer"`, most recently first recorded first: `firstSeen`, and `lastSeen`, an instance's last record
+ * of it), then the stored keys (`kind: "stored"`, `firstSeen` when made, `retiredAt` once a signer took over), then
+ * revoked kids no table holds (`kind: "unrecorded"`); each with `revoked` and `revokedAt`.
+ */
+async function listOAuthKeys(storage: Storage, out: (line: string) => void): Promise<number> {
+  const [signers, stored, revoked] = await Promise.all([storage.oauth.signerKeys(), storage.oauth.signingKeys(), storage.oauth.revokedKeys()]);
+  const listed = new Set<string>();
+  for (const k of [...signers].sort((a, b) => b.firstSeenAtMs - a.firstSeenAtMs || (a.kid < b.kid ? -1 : 1))) {
+    listed.add(k.kid);
+    out(JSON.stringify({ kid: k.kid, kind: "signer", firstSeen: iso(k.firstSeenAtMs), lastSeen: iso(k.seenAtMs), revoked: k.revokedAtMs !== undefined, revokedAt: iso(k.revokedAtMs) }));
+  }
+  for (const k of stored) {
+    listed.add(k.kid);
+    out(JSON.stringify({ kid: k.kid, kind: "stored", firstSeen: iso(k.createdAtMs), lastSeen: null, retiredAt: iso(k.retiredAtMs), revoked: k.revokedAtMs !== undefined, revokedAt: iso(k.revokedAtMs) }));
+  }
+  for (const r of revoked) {
+    if (!listed.has(r.kid)) out(JSON.stringify({ kid: r.kid, kind: "unrecorded", firstSeen: null, lastSeen: null, revoked: true, revokedAt: iso(r.revokedAtMs) }));
+  }
+  return 0;
+}
+
+/** An RFC 7638 thumbprint (SHA-256, base64url): what every access-token key's `kid` is. */
+const KID = /^[A-Za-z0-9_-]{43}$/;
+
+/**
+ * `oauth revoke-signer-key <kid>`: the key (an instance's `OAUTH_SIGNER` key, or a stored key) is revoked for good.
+ * Every instance refuses its tokens and leaves it out of the JWKS at its next read of the keys (within a minute:
+ * `refusedBy`); an instance still signing with it signs nothing more and shows `checks.oauth` false on `/readyz` (not counted in `ready`),
+ * so restart those onto a new key first (`lastSeen`: an instance's last record of it; instances record every 10
+ * minutes). A kid no table holds may be revoked ahead (a leaked key whose row was dropped: an instance started with it
+ * later stays refused). The stored key that signed is replaced at once by a new one (`newKid`).
+ */
+async function revokeOAuthKey(kid: string, config: Config, storage: Storage, out: (line: string) => void): Promise<number> {
+  if (!KID.test(kid)) {
+    out("ats ops: not a key id (an access-token key's kid is its RFC 7638 thumbprint: 43 base64url characters; see `oauth signer-keys`)");
+    return 2;
+  }
+  const now = systemClock.nowMs();
+  const first = await storage.oauth.revokeKey(kid, now);
+  const [signers, stored, revoked] = await Promise.all([storage.oauth.signerKeys(), storage.oauth.signingKeys(), storage.oauth.revokedKeys()]);
+  const signer = signers.find((k) => k.kid === kid);
+  const key = stored.find((k) => k.kid === kid);
+  let newKid: string | undefined;
+  const mayStillSign = (k: (typeof stored)[number]) => k.retiredAtMs === null || k.retiredAtMs === undefined;
+  // The newest stored key that may sign revoked: a new one signs the next tokens (not an older, replaced one).
+  if (key !== undefined && mayStillSign(key) && stored.find((k) => mayStillSign(k) && (k.revokedAtMs === undefined || k.kid === kid)) === key) {
+    newKid = await createJoseAccessTokenKeys({ store: storage.oauth, clock: systemClock, rotateAfterMs: config.oauth.keyRotationDays * 86_400_000 }).rotate();
+  }
+  out(JSON.stringify({
+    kid,
+    kind: signer !== undefined ? "signer" : key !== undefined ? "stored" : "unrecorded",
+    revoked: true,
+    revokedAt: iso(revoked.find((r) => r.kid === kid)?.revokedAtMs ?? now),
+    alreadyRevoked: !first,
+    lastSeen: iso(signer?.seenAtMs),
+    refusedBy: iso(now + KEY_RELOAD_MS),
+    ...(newKid === undefined ? {} : { newKid }),
+  }));
+  return 0;
+}
+
 const PAYMENT_STATES = ["reserved", "worked", "settled", "settle_failed", "work_unknown"] as const;
 
 /**
@@ -126,7 +195,6 @@ async function paymentsCommand(rest: readonly string[], storage: Storage, out: (
     }
     state = wanted;
   }
-  const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
   for (const p of await storage.payments.list({ state })) {
     out(JSON.stringify({
       key: p.key,

@@ -9,6 +9,7 @@ import { generatePrivateKey } from "viem/accounts";
 import { TEST_RELAY_LIMITS } from "./harness.ts";
 import { postgresUnavailableReason } from "./support/postgres.ts";
 import { type PostgresInstances, startPostgresInstances } from "./support/postgres_instances.ts";
+import { runOps } from "../app/ops.ts";
 import { restartableService } from "./support/restartable_service.ts";
 import { signInCookie } from "./support/sign_in.ts";
 
@@ -95,7 +96,70 @@ describe.skipIf(skip !== undefined)(`OAUTH_SIGNER rotated on PostgreSQL (a rolli
       newAtNew: await me(next!.url, after),
       oldAtOld: await me(old!.url, before),
     }).toEqual({ oldAtNew: 200, newAtOld: 200, newAtNew: 200, oldAtOld: 200 });
+    // The same JWKS at both, the key recorded last first (before, each listed its own first: two ETags for one URL).
     expect(await jwksKids(next!.url)).toEqual([kidOf(after), kidOf(before)]);
-    expect(await jwksKids(old!.url)).toEqual([kidOf(before), kidOf(after)]);
+    expect(await jwksKids(old!.url)).toEqual([kidOf(after), kidOf(before)]);
+  });
+});
+
+describe("an OAUTH_SIGNER key revoked by the operator (ops oauth revoke-signer-key): refused and unpublished for good, the instance still on it signs nothing and is not ready", () => {
+  const stack = restartableService("ats-oauth-revocation-");
+  const ops = async (...args: string[]) => {
+    const lines: string[] = [];
+    const code = await runOps(args, { DATA_DIR: stack.dataDir() }, (line) => void lines.push(line));
+    return { code, lines: lines.map((l) => (l.startsWith("{") ? JSON.parse(l) as Record<string, unknown> : { said: l })) };
+  };
+  /** A client-credentials client of a freshly signed-in account at `base`: the token endpoint's raw answer anywhere. */
+  async function tokenEndpoint(base: string) {
+    const cookie = await signInCookie(base, generatePrivateKey(), { origin: APP });
+    const created = await fetch(`${base}/api/private/oauth/clients`, {
+      method: "POST",
+      headers: { cookie, origin: APP, "content-type": "application/json" },
+      body: JSON.stringify({ client_name: "CI", scope: "account:read", grant_types: ["client_credentials"] }),
+    });
+    const { client_id, client_secret } = await created.json() as { client_id: string; client_secret: string };
+    return async (at: string) => {
+      const res = await fetch(`${at}/oauth/token`, {
+        method: "POST",
+        headers: { authorization: `Basic ${btoa(`${client_id}:${client_secret}`)}`, "content-type": "application/x-www-form-urlencoded" },
+        body: "grant_type=client_credentials",
+      });
+      return { status: res.status, body: await res.json() as { access_token?: string; error?: string } };
+    };
+  }
+
+  test("listed, revoked while its instance runs, then refused at every start (its own instance's too), gone from the JWKS; the new key's tokens work", async () => {
+    const first = await stack.start({ ...SHARED, OAUTH_SIGNER: "env:OAUTH_KEY_A" });
+    const token = await tokenEndpoint(first.url);
+    const issued = await token(first.url);
+    const before = issued.body.access_token!;
+    expect(await me(first.url, before)).toBe(200);
+    const kidA = kidOf(before);
+    const listed = await ops("oauth", "signer-keys");
+    expect(listed.code).toBe(0);
+    expect(listed.lines).toEqual([expect.objectContaining({ kid: kidA, kind: "signer", revoked: false, revokedAt: null })]);
+
+    expect((await ops("oauth", "revoke-signer-key", "not-a-kid")).code).toBe(2);
+    const revoked = await ops("oauth", "revoke-signer-key", kidA);
+    expect([revoked.code, revoked.lines[0]]).toEqual([0, expect.objectContaining({ kid: kidA, kind: "signer", revoked: true, alreadyRevoked: false })]);
+    expect(await first.stop()).toBe(0);
+
+    // The forgotten instance: started again on the revoked key, it records it again, and it stays revoked.
+    const forgotten = await stack.start({ ...SHARED, OAUTH_SIGNER: "env:OAUTH_KEY_A" });
+    const ready = await fetch(`${forgotten.url}/readyz`);
+    expect([ready.status, ((await ready.json()) as { checks: Record<string, boolean> }).checks.oauth]).toEqual([200, false]);
+    expect(await token(forgotten.url)).toEqual({ status: 500, body: expect.objectContaining({ error: "server_error" }) });
+    expect(await me(forgotten.url, before)).toBe(401);
+    expect(await jwksKids(forgotten.url)).toEqual([]);
+    expect(await forgotten.stop()).toBe(0);
+
+    const next = await stack.start({ ...SHARED, OAUTH_SIGNER: "env:OAUTH_KEY_B" });
+    const after = await token(next.url);
+    expect(after.status).toBe(200);
+    expect({ before: await me(next.url, before), after: await me(next.url, after.body.access_token!) }).toEqual({ before: 401, after: 200 });
+    expect(await jwksKids(next.url)).toEqual([kidOf(after.body.access_token!)]);
+    const ready2 = await fetch(`${next.url}/readyz`);
+    expect(((await ready2.json()) as { checks: Record<string, boolean> }).checks.oauth).toBe(true);
+    expect((await ops("oauth", "signer-keys")).lines.map((l) => [l.kid, l.revoked])).toEqual([[kidOf(after.body.access_token!), false], [kidA, true]]);
   });
 });

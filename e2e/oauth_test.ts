@@ -525,3 +525,41 @@ describe("security: each refused, nothing written", () => {
     expect(await refused.json()).toMatchObject({ error: "rate_limited" });
   });
 });
+
+describe("ops oauth signer-keys and revoke-signer-key on the stored keys (without OAUTH_SIGNER)", () => {
+  test("revoking the stored key that signs makes a new one sign the next token at once; the list shows it revoked", async () => {
+    const cookie = await signInCookie(base, alice, { origin: APP });
+    const created = await api("POST", "/api/private/oauth/clients", { cookie, body: { client_name: "CI", scope: "account:read", grant_types: ["client_credentials"] } });
+    expect(created.status).toBe(201);
+    const { client_id, client_secret } = created.body as { client_id: string; client_secret: string };
+    const token = async () => {
+      const res = await fetch(`${base}/oauth/token`, {
+        method: "POST",
+        headers: { authorization: `Basic ${btoa(`${client_id}:${client_secret}`)}`, "content-type": "application/x-www-form-urlencoded" },
+        body: "grant_type=client_credentials",
+      });
+      expect(res.status).toBe(200);
+      return (await res.json() as { access_token: string }).access_token;
+    };
+    const ops = async (...args: string[]) => {
+      const lines: string[] = [];
+      expect(await runOps(args, { DATABASE_PATH: join(stack.dir, "ats.sqlite") }, (l) => void lines.push(l))).toBe(0);
+      return lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+    };
+    const kidOf = (jwt: string) => (JSON.parse(Buffer.from(jwt.split(".")[0]!, "base64url").toString("utf8")) as { kid: string }).kid;
+    const signing = kidOf(await token());
+    expect((await ops("oauth", "signer-keys")).find((k) => k.kid === signing)).toMatchObject({ kind: "stored", revoked: false, retiredAt: null });
+    const [revoked] = await ops("oauth", "revoke-signer-key", signing);
+    const newKid = revoked!.newKid;
+    expect(revoked).toMatchObject({ kid: signing, kind: "stored", revoked: true, alreadyRevoked: false });
+    expect(typeof newKid).toBe("string");
+    const next = await token();
+    expect(kidOf(next)).toBe(newKid as string);
+    expect((await api("GET", "/api/private/accounts/me", { token: next })).status).toBe(200);
+    expect((await ops("oauth", "signer-keys")).find((k) => k.kid === signing)).toMatchObject({ kind: "stored", revoked: true });
+    // Again: already revoked, nothing new made.
+    const [again] = await ops("oauth", "revoke-signer-key", signing);
+    expect(again).toMatchObject({ alreadyRevoked: true });
+    expect(again).not.toHaveProperty("newKid");
+  });
+});

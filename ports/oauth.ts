@@ -165,6 +165,8 @@ export type StoredSigningKey = {
    * signed before, and goes once its grace ends. Null: a key that may sign.
    */
   readonly retiredAtMs?: number | null | undefined;
+  /** When an operator revoked it (`ops oauth revoke-signer-key`): it never signs or verifies again. Absent: not revoked. */
+  readonly revokedAtMs?: number | undefined;
 };
 
 /**
@@ -181,7 +183,15 @@ export type SignerPublicKey = {
   readonly firstSeenAtMs: number;
   /** When an instance signing with it last said so (at its start and at each upkeep); it goes once this is old enough. */
   readonly seenAtMs: number;
+  /**
+   * When an operator revoked it (a leaked key, or a forgotten instance still signing with a replaced one): it is
+   * neither trusted nor published from then on, however recently an instance recorded it. Absent: not revoked.
+   */
+  readonly revokedAtMs?: number | undefined;
 };
+
+/** An operator's revocation of a token-signing key, kept for good (a key seen again stays revoked). */
+export type RevokedKey = { readonly kid: string; readonly revokedAtMs: number };
 
 /** Clients, codes, grants, refresh tokens, revoked access tokens and signing keys. */
 export interface OAuthStore {
@@ -235,7 +245,7 @@ export interface OAuthStore {
    * confidential client of that account. One query.
    */
   readonly accessTokenActive: (token: { readonly jti: string; readonly clientId: string; readonly grantId: string | null; readonly accountId: string }) => Promise<boolean>;
-  /** The signing keys, newest first. */
+  /** The signing keys, newest first, each with its revocation if it was revoked (one read). */
   readonly signingKeys: () => Promise<StoredSigningKey[]>;
   readonly addSigningKey: (key: StoredSigningKey) => Promise<void>;
   /**
@@ -245,15 +255,23 @@ export interface OAuthStore {
   readonly dropSigningKeys: (createdBeforeMs: number, retiredBeforeMs: number) => Promise<number>;
   /** Retires (at `nowMs`) every key not retired yet: a signer signs from now on. Returns how many. */
   readonly retireSigningKeys: (nowMs: number) => Promise<number>;
-  /** The signers' public keys, the most recently seen first. */
+  /** The signers' public keys, the most recently seen first, each with its revocation if it was revoked (one read). */
   readonly signerKeys: () => Promise<SignerPublicKey[]>;
   /**
    * Records that an instance signs with this key at `nowMs`: a new key is added (first and last seen now), a known
    * one's `seenAtMs` is moved forward (never back: instances' clocks differ). The JWK is stored as given for a new key.
+   * A revocation is never cleared by it.
    */
   readonly seeSignerKey: (kid: string, publicJwk: string, nowMs: number) => Promise<void>;
-  /** Drops the signers' keys last seen before `seenBeforeMs`. Returns how many. */
+  /** Drops the signers' keys last seen before `seenBeforeMs` (their revocations stay). Returns how many. */
   readonly dropSignerKeys: (seenBeforeMs: number) => Promise<number>;
+  /**
+   * Revokes a token-signing key by its `kid` (a signer's or a stored one, recorded or not yet): kept for good, so that
+   * no later record trusts it again. True when it was not revoked before (the first revocation's time stays).
+   */
+  readonly revokeKey: (kid: string, nowMs: number) => Promise<boolean>;
+  /** Every revocation, the latest first. */
+  readonly revokedKeys: () => Promise<RevokedKey[]>;
   /**
    * Drops what expired before `nowMs` (codes, refresh tokens, revoked-token marks, grants with no live refresh
    * token) and openly registered clients created before `unusedBeforeMs` that never got a grant.

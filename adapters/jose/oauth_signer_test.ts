@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { importJWK, type JWK, SignJWT } from "jose";
+import { calculateJwkThumbprint, importJWK, type JWK, SignJWT } from "jose";
 import { fakeClock, fakeOAuthStore } from "../../ports/fakes/mod.ts";
 import { type JwsSigner, SignerUnavailableError } from "../../ports/signer.ts";
 import { nobleSecp256k1 } from "../crypto/mod.ts";
 import { openJwsSigner } from "../signers/mod.ts";
-import { createJoseAccessTokenKeys, RETIRED_KEY_GRACE_MS } from "./mod.ts";
+import { createJoseAccessTokenKeys, RETIRED_KEY_GRACE_MS, SIGNER_RECORD_MS, SignerKeyRevokedError } from "./mod.ts";
 
 const ISSUER = "https://ats.example";
 const claims = (nowS: number) =>
@@ -97,8 +97,9 @@ describe("access tokens signed by OAUTH_SIGNER (decisions §27)", () => {
     expect(await next.verify(before, { issuer: ISSUER, audience: ISSUER })).toMatchObject({ ok: true, claims: { sub: "acct" } });
     // The old instance read the keys before the new one started: the unknown kid makes it read them again.
     expect(await old.verify(after, { issuer: ISSUER, audience: ISSUER })).toMatchObject({ ok: true, claims: { sub: "acct" } });
-    expect((await next.jwks()).keys.map((k) => k.kid)).toEqual([b.thumbprint, a.thumbprint]);
-    expect((await old.jwks()).keys.map((k) => k.kid)).toEqual([a.thumbprint, b.thumbprint]);
+    // Both publish both keys, in one order (not each its own first: the same bytes, and ETag, everywhere).
+    expect((await next.jwks()).keys.map((k) => k.kid).sort()).toEqual([a.thumbprint, b.thumbprint].sort());
+    expect(await old.jwks()).toEqual(await next.jwks());
     // Only public members are stored, whatever the backend's JWK held.
     for (const key of await store.signerKeys()) expect(Object.keys(JSON.parse(key.publicJwk)).sort()).toEqual(["alg", "crv", "kid", "kty", "use", "x", "y"]);
     // A single instance (SQLite) restarted with the new key, the old instance gone: the old key's token still verifies.
@@ -136,5 +137,188 @@ describe("access tokens signed by OAUTH_SIGNER (decisions §27)", () => {
     clock.set(clock.nowMs() + 600_000);
     await live.maintain();
     expect((await store.signerKeys()).map((k) => [k.kid, k.firstSeenAtMs < k.seenAtMs])).toEqual([[b.thumbprint, true]]);
+  });
+});
+
+/** A logger that keeps what was logged at `error`. */
+function errorLog() {
+  const errors: { event: string; fields?: Record<string, unknown> | undefined }[] = [];
+  return { errors, log: { ...quiet, error: (event: string, fields?: Record<string, unknown>) => void errors.push({ event, fields }) } };
+}
+const kidOf = (token: string) => (JSON.parse(Buffer.from(token.split(".")[0]!, "base64url").toString("utf8")) as { kid: string }).kid;
+const RELOAD_MS = 60_000;
+
+describe("signer keys: revocation, unusable rows, records while the upkeep stalls, reads per token, one JWKS (review of the signer keys' records)", () => {
+  test("a revoked key is refused and unpublished everywhere within a reload, its own instance's too, which signs no more and says so; recording it again never clears it", async () => {
+    const clock = fakeClock();
+    const store = fakeOAuthStore();
+    const [a, b] = [await oauthSigner(), await oauthSigner()];
+    const logged = errorLog();
+    // The forgotten instance still on the old key, and one already on the new key.
+    const forgotten = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000, signer: a, log: logged.log });
+    const current = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000, signer: b });
+    await forgotten.maintain();
+    await current.maintain();
+    const now = Math.floor(clock.nowMs() / 1000);
+    const leaked = await forgotten.sign(claims(now));
+    expect(await current.verify(leaked, { issuer: ISSUER, audience: ISSUER })).toMatchObject({ ok: true });
+
+    expect(await store.revokeKey(a.thumbprint, clock.nowMs())).toBe(true);
+    clock.set(clock.nowMs() + RELOAD_MS);
+    expect(await current.verify(leaked, { issuer: ISSUER, audience: ISSUER })).toEqual({ ok: false, reason: "invalid" });
+    expect(await forgotten.verify(leaked, { issuer: ISSUER, audience: ISSUER })).toEqual({ ok: false, reason: "invalid" });
+    expect((await current.jwks()).keys.map((k) => k.kid)).toEqual([b.thumbprint]);
+    expect(await forgotten.jwks()).toEqual(await current.jwks());
+    await expect(forgotten.sign(claims(now))).rejects.toBeInstanceOf(SignerKeyRevokedError);
+    expect([await forgotten.signerRevoked(), await current.signerRevoked()]).toEqual([true, false]);
+    expect(logged.errors.map((e) => [e.event, e.fields?.kid])).toEqual([["oauth_signer_key_revoked", a.thumbprint]]);
+
+    // Its upkeep records the key again, and goes on doing so for hours: it stays revoked (a DELETE was undone so).
+    for (let i = 0; i < 15; i++) {
+      clock.set(clock.nowMs() + 600_000);
+      await forgotten.maintain();
+      await current.maintain();
+    }
+    expect((await store.signerKeys()).find((k) => k.kid === a.thumbprint)).toMatchObject({ revokedAtMs: expect.any(Number) });
+    expect(await current.verify(leaked, { issuer: ISSUER, audience: ISSUER })).toEqual({ ok: false, reason: "invalid" });
+    // Restarted with it, an instance refuses it from its start; its row dropped meanwhile and recorded anew, too.
+    clock.set(clock.nowMs() + RETIRED_KEY_GRACE_MS + 1);
+    await current.maintain();
+    expect((await store.signerKeys()).map((k) => k.kid)).toEqual([b.thumbprint]);
+    const restarted = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000, signer: a });
+    await restarted.maintain();
+    expect(await restarted.signerRevoked()).toBe(true);
+    await expect(restarted.sign(claims(Math.floor(clock.nowMs() / 1000)))).rejects.toBeInstanceOf(SignerKeyRevokedError);
+    clock.set(clock.nowMs() + RELOAD_MS);
+    expect((await current.jwks()).keys.map((k) => k.kid)).toEqual([b.thumbprint]);
+  });
+
+  test("a revoked store key never signs again: the next token is signed by a new key", async () => {
+    const clock = fakeClock();
+    const store = fakeOAuthStore();
+    const keys = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000 });
+    await keys.maintain();
+    const before = await keys.sign(claims(Math.floor(clock.nowMs() / 1000)));
+    await store.revokeKey(kidOf(before), clock.nowMs());
+    const after = await keys.sign(claims(Math.floor(clock.nowMs() / 1000)));
+    expect(kidOf(after)).not.toBe(kidOf(before));
+    clock.set(clock.nowMs() + RELOAD_MS);
+    expect(await keys.verify(before, { issuer: ISSUER, audience: ISSUER })).toEqual({ ok: false, reason: "invalid" });
+    expect((await keys.jwks()).keys.map((k) => k.kid)).toEqual([kidOf(after)]);
+  });
+
+  test("a key row that cannot be used (not JSON, another curve, a kid that is not its thumbprint) is logged once and left out; the other keys verify, issuing works, the JWKS answers, the upkeep drops it", async () => {
+    const clock = fakeClock();
+    const store = fakeOAuthStore();
+    const b = await oauthSigner();
+    const other = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000, signer: b });
+    await other.maintain();
+    const theirs = await other.sign(claims(Math.floor(clock.nowMs() / 1000)));
+    // Rows written by hand or damaged: one that is no JSON, a P-384 key, and B's own JWK under another kid (a token
+    // of B's key naming that kid verified under it).
+    await store.seeSignerKey("not-json", "{", clock.nowMs());
+    const p384 = await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-384" }, true, ["sign"]);
+    const p384Jwk = await crypto.subtle.exportKey("jwk", p384.publicKey) as JWK;
+    await store.seeSignerKey(await calculateJwkThumbprint(p384Jwk), JSON.stringify(p384Jwk), clock.nowMs());
+    await store.seeSignerKey("impostor", JSON.stringify({ ...b.publicJwk, kid: "impostor" }), clock.nowMs());
+    const [head, payload] = theirs.split(".");
+    const header = Buffer.from(JSON.stringify({ alg: "ES256", typ: "at+jwt", kid: "impostor" })).toString("base64url");
+    const signed = await b.sign(new TextEncoder().encode(`${header}.${payload}`), { purpose: "test" });
+    const impostor = `${header}.${payload}.${Buffer.from((signed as { signature: Uint8Array }).signature).toString("base64url")}`;
+    expect(head).not.toBe(header);
+
+    const logged = errorLog();
+    const keys = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000, log: logged.log });
+    await keys.maintain();
+    expect(await keys.verify(theirs, { issuer: ISSUER, audience: ISSUER })).toMatchObject({ ok: true });
+    expect(await keys.verify(impostor, { issuer: ISSUER, audience: ISSUER })).toEqual({ ok: false, reason: "invalid" });
+    const own = await keys.sign(claims(Math.floor(clock.nowMs() / 1000)));
+    expect(await keys.verify(own, { issuer: ISSUER, audience: ISSUER })).toMatchObject({ ok: true });
+    expect((await keys.jwks()).keys.map((k) => k.kid).sort()).toEqual([b.thumbprint, kidOf(own)].sort());
+    clock.set(clock.nowMs() + RELOAD_MS);
+    await keys.jwks();
+    expect(logged.errors.map((e) => [e.event, e.fields?.kid]).sort()).toEqual([
+      ["oauth_key_unusable", "impostor"],
+      ["oauth_key_unusable", "not-json"],
+      ["oauth_key_unusable", await calculateJwkThumbprint(p384Jwk)],
+    ].sort());
+    // Nobody records them: they go at the upkeep after their grace, B's key (in use) stays.
+    clock.set(clock.nowMs() + RETIRED_KEY_GRACE_MS);
+    await other.maintain();
+    await keys.maintain();
+    expect((await store.signerKeys()).map((k) => k.kid)).toEqual([b.thumbprint]);
+  });
+
+  test("an instance whose upkeep stalled records its key again before a token once its last record is half an hour old, so another instance's upkeep never drops a key that signs", async () => {
+    const clock = fakeClock();
+    const store = fakeOAuthStore();
+    let records = 0;
+    const counted = { ...store, seeSignerKey: (kid: string, jwk: string, at: number) => (records++, store.seeSignerKey(kid, jwk, at)) };
+    const [a, b] = [await oauthSigner(), await oauthSigner()];
+    const stalled = createJoseAccessTokenKeys({ store: counted, clock, rotateAfterMs: 86_400_000, signer: a });
+    const other = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000, signer: b });
+    await stalled.maintain();
+    await other.maintain();
+    const start = clock.nowMs();
+    expect(records).toBe(1);
+    // Its timer stops firing (a paused process); within the half hour a token records nothing.
+    clock.set(start + SIGNER_RECORD_MS - 1);
+    await stalled.sign(claims(Math.floor(clock.nowMs() / 1000)));
+    expect(records).toBe(1);
+    clock.set(start + 100 * 60_000);
+    const fresh = await stalled.sign(claims(Math.floor(clock.nowMs() / 1000)));
+    for (let i = 0; i < 5; i++) await stalled.sign(claims(Math.floor(clock.nowMs() / 1000)));
+    expect(records).toBe(2);
+    // Two hours after its last upkeep the other instance's upkeep runs: the key signed 25 minutes ago stays.
+    clock.set(start + RETIRED_KEY_GRACE_MS + 5 * 60_000);
+    await other.maintain();
+    expect(await other.verify(fresh, { issuer: ISSUER, audience: ISSUER })).toMatchObject({ ok: true, claims: { sub: "acct" } });
+  });
+
+  test("issuing a token reads the store's keys once without OAUTH_SIGNER (never the signers' keys) and nothing per token with it", async () => {
+    const clock = fakeClock();
+    const reads = { signingKeys: 0, signerKeys: 0 };
+    const counted = () => {
+      const store = fakeOAuthStore();
+      return { ...store, signingKeys: () => (reads.signingKeys++, store.signingKeys()), signerKeys: () => (reads.signerKeys++, store.signerKeys()) };
+    };
+    // Two deployments (a signer retires the store's keys).
+    const withStore = createJoseAccessTokenKeys({ store: counted(), clock, rotateAfterMs: 86_400_000 });
+    const withSigner = createJoseAccessTokenKeys({ store: counted(), clock, rotateAfterMs: 86_400_000, signer: await oauthSigner() });
+    await withStore.maintain();
+    await withSigner.maintain();
+    const now = Math.floor(clock.nowMs() / 1000);
+    reads.signingKeys = reads.signerKeys = 0;
+    for (let i = 0; i < 5; i++) await withStore.sign(claims(now));
+    expect(reads).toEqual({ signingKeys: 5, signerKeys: 0 });
+    reads.signingKeys = reads.signerKeys = 0;
+    for (let i = 0; i < 5; i++) await withSigner.sign(claims(now));
+    expect(reads).toEqual({ signingKeys: 0, signerKeys: 0 });
+    // The keys are read again on the minute's cadence, once for as many tokens.
+    clock.set(clock.nowMs() + RELOAD_MS);
+    for (let i = 0; i < 5; i++) await withSigner.sign(claims(now));
+    expect(reads).toEqual({ signingKeys: 1, signerKeys: 1 });
+  });
+
+  test("every instance serves the same JWKS, its keys in one order (signers' newest recorded first, then the store's), each kid once", async () => {
+    const clock = fakeClock();
+    const store = fakeOAuthStore();
+    const [a, b, c] = [await oauthSigner(), await oauthSigner(), await oauthSigner()];
+    const withStore = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000 });
+    await withStore.maintain();
+    const instances = [];
+    for (const signer of [a, b, c]) {
+      clock.set(clock.nowMs() + 1_000);
+      const keys = createJoseAccessTokenKeys({ store, clock, rotateAfterMs: 86_400_000, signer });
+      await keys.maintain();
+      instances.push(keys);
+    }
+    const storedKid = (await store.signingKeys())[0]!.kid;
+    // The same key recorded as a signer's and kept as a store key (an operator gave OAUTH_SIGNER a stored key).
+    await store.addSigningKey({ kid: c.thumbprint, privateJwk: "{}", publicJwk: JSON.stringify({ ...c.publicJwk, kid: c.thumbprint, alg: "ES256", use: "sig" }), createdAtMs: clock.nowMs() });
+    clock.set(clock.nowMs() + RELOAD_MS);
+    const served = await Promise.all([withStore, ...instances].map((k) => k.jwks()));
+    expect(served[0]!.keys.map((k) => k.kid)).toEqual([c.thumbprint, b.thumbprint, a.thumbprint, storedKid]);
+    for (const jwks of served) expect(JSON.stringify(jwks)).toBe(JSON.stringify(served[0]));
   });
 });

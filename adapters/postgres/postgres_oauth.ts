@@ -1,6 +1,6 @@
 import type { SQL, TransactionSQL } from "bun";
 import { MAX_EVICTIONS_PER_REGISTRATION, type OAuthStore, UNUSED_CLIENT_GRACE_MS } from "../../ports/oauth.ts";
-import { ACCESS_TOKEN_LIFE_MS, clientValues, type OAuthClientRow, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toSignerPublicKey, toStoredCode, seeSignerKeySql, DROP_SIGNING_KEYS_SQL, ACCESS_TOKEN_ACTIVE_SQL, EVICT_ACCOUNT_CODES_SQL, EVICT_CLIENT_CODE_SQL, EVICT_CLIENT_SQL, EVICTABLE_OPEN_CLIENTS_WHERE, EVICTED_CLIENT_CODES_SQL, UNUSED_OPEN_CLIENTS_WHERE } from "../sql/oauth.ts";
+import { ACCESS_TOKEN_LIFE_MS, clientValues, type OAuthClientRow, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toSignerPublicKey, toStoredCode, seeSignerKeySql, DROP_SIGNING_KEYS_SQL, SIGNING_KEYS_SQL, SIGNER_KEYS_SQL, REVOKE_KEY_SQL, ACCESS_TOKEN_ACTIVE_SQL, EVICT_ACCOUNT_CODES_SQL, EVICT_CLIENT_CODE_SQL, EVICT_CLIENT_SQL, EVICTABLE_OPEN_CLIENTS_WHERE, EVICTED_CLIENT_CODES_SQL, UNUSED_OPEN_CLIENTS_WHERE } from "../sql/oauth.ts";
 
 /** Serializes open registrations across instances, so the per-address and per-network rates and the pool hold exactly. */
 const REGISTER_LOCK = 7_240_010;
@@ -183,7 +183,7 @@ function oauthClientsAndCodes(sql: SQL): Pick<OAuthStore, "registerClient" | "cr
 }
 
 /** Refresh and access tokens, signing keys and pruning in PostgreSQL. */
-function oauthTokensAndKeys(sql: SQL): Pick<OAuthStore, "rotateRefreshToken" | "findRefreshToken" | "revokeGrant" | "revokeAccessToken" | "accessTokenActive" | "signingKeys" | "addSigningKey" | "dropSigningKeys" | "retireSigningKeys" | "signerKeys" | "seeSignerKey" | "dropSignerKeys" | "prune"> {
+function oauthTokensAndKeys(sql: SQL): Pick<OAuthStore, "rotateRefreshToken" | "findRefreshToken" | "revokeGrant" | "revokeAccessToken" | "accessTokenActive" | "signingKeys" | "addSigningKey" | "dropSigningKeys" | "retireSigningKeys" | "signerKeys" | "seeSignerKey" | "dropSignerKeys" | "revokeKey" | "revokedKeys" | "prune"> {
   const revokeGrant = (db: SQL, grantId: string, now: number) => db`UPDATE oauth_grants SET revoked_at_ms = ${now} WHERE id = ${grantId} AND revoked_at_ms IS NULL`;
   return {
     rotateRefreshToken: (tokenHash, next, now) =>
@@ -229,7 +229,7 @@ function oauthTokensAndKeys(sql: SQL): Pick<OAuthStore, "rotateRefreshToken" | "
       return Number(row!.c) === 1 && Number(row!.r) === 0 && (grantId === null || Number(row!.g) === 1);
     },
     async signingKeys() {
-      return (await sql`SELECT * FROM oauth_signing_keys ORDER BY created_at_ms DESC, kid DESC` as Row[]).map(toOAuthSigningKey);
+      return (await sql.unsafe(SIGNING_KEYS_SQL) as Row[]).map(toOAuthSigningKey);
     },
     async addSigningKey(key) {
       await sql`INSERT INTO oauth_signing_keys (kid, private_jwk, public_jwk, created_at_ms) VALUES (${key.kid}, ${key.privateJwk}, ${key.publicJwk}, ${key.createdAtMs})`;
@@ -242,13 +242,19 @@ function oauthTokensAndKeys(sql: SQL): Pick<OAuthStore, "rotateRefreshToken" | "
       return (await sql`UPDATE oauth_signing_keys SET retired_at_ms = ${nowMs} WHERE retired_at_ms IS NULL RETURNING kid` as Row[]).length;
     },
     async signerKeys() {
-      return (await sql`SELECT * FROM oauth_signer_keys ORDER BY seen_at_ms DESC, kid DESC` as Row[]).map(toSignerPublicKey);
+      return (await sql.unsafe(SIGNER_KEYS_SQL) as Row[]).map(toSignerPublicKey);
     },
     async seeSignerKey(kid, publicJwk, nowMs) {
       await sql.unsafe(seeSignerKeySql("GREATEST"), [kid, publicJwk, nowMs]);
     },
     async dropSignerKeys(seenBefore) {
       return (await sql`DELETE FROM oauth_signer_keys WHERE seen_at_ms < ${seenBefore} RETURNING kid` as Row[]).length;
+    },
+    async revokeKey(kid, nowMs) {
+      return (await sql.unsafe(`${REVOKE_KEY_SQL} RETURNING kid`, [kid, nowMs]) as Row[]).length > 0;
+    },
+    async revokedKeys() {
+      return (await sql`SELECT kid, revoked_at_ms FROM oauth_revoked_keys ORDER BY revoked_at_ms DESC, kid` as Row[]).map((r) => ({ kid: String(r.kid), revokedAtMs: Number(r.revoked_at_ms) }));
     },
     prune: (now, unusedBefore) =>
       sql.begin(async (tx) => {

@@ -95,6 +95,13 @@ export function oauthTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
        first_seen_at_ms ${bigint} NOT NULL,
        seen_at_ms ${bigint} NOT NULL
      )`,
+    // An operator's revocations of token-signing keys (a leaked key, a forgotten instance on a replaced one): a table
+    // of their own, never written by an instance's record nor deleted with an unseen key, so a key recorded again (an
+    // instance still running with it) stays refused. One row a revocation, kept for good.
+    `CREATE TABLE IF NOT EXISTS oauth_revoked_keys (
+       kid TEXT PRIMARY KEY,
+       revoked_at_ms ${bigint} NOT NULL
+     )`,
   ];
 }
 
@@ -189,13 +196,31 @@ export function toOAuthSigningKey(row: Record<string, unknown>): StoredSigningKe
     publicJwk: String(row.public_jwk),
     createdAtMs: Number(row.created_at_ms),
     retiredAtMs: numOrNull(row.retired_at_ms as Num | null),
+    ...revocationOf(row),
   };
 }
 
 /** A signer's public key from its row. */
 export function toSignerPublicKey(row: Record<string, unknown>): SignerPublicKey {
-  return { kid: String(row.kid), publicJwk: String(row.public_jwk), firstSeenAtMs: Number(row.first_seen_at_ms), seenAtMs: Number(row.seen_at_ms) };
+  return { kid: String(row.kid), publicJwk: String(row.public_jwk), firstSeenAtMs: Number(row.first_seen_at_ms), seenAtMs: Number(row.seen_at_ms), ...revocationOf(row) };
 }
+
+/** A key row's `revoked_at_ms` (joined from oauth_revoked_keys) as `revokedAtMs`, absent when the key is not revoked. */
+function revocationOf(row: Record<string, unknown>): { revokedAtMs?: number } {
+  const at = numOrNull(row.revoked_at_ms as Num | null | undefined);
+  return at === null ? {} : { revokedAtMs: at };
+}
+
+/** The signing keys with their revocations, newest first: one read (a token issued without OAUTH_SIGNER reads it). */
+export const SIGNING_KEYS_SQL = `SELECT k.*, r.revoked_at_ms FROM oauth_signing_keys k LEFT JOIN oauth_revoked_keys r ON r.kid = k.kid
+  ORDER BY k.created_at_ms DESC, k.kid DESC`;
+
+/** The signers' public keys with their revocations, the most recently seen first. */
+export const SIGNER_KEYS_SQL = `SELECT k.*, r.revoked_at_ms FROM oauth_signer_keys k LEFT JOIN oauth_revoked_keys r ON r.kid = k.kid
+  ORDER BY k.seen_at_ms DESC, k.kid DESC`;
+
+/** The INSERT of {@link OAuthStore.revokeKey} (`$1` kid, `$2` now): a second revocation keeps the first one's time. */
+export const REVOKE_KEY_SQL = `INSERT INTO oauth_revoked_keys (kid, revoked_at_ms) VALUES ($1, $2) ON CONFLICT (kid) DO NOTHING`;
 
 /**
  * The upsert of {@link OAuthStore.seeSignerKey} (`$1` kid, `$2` public JWK, `$3` now; `latest`: SQLite's `MAX` or

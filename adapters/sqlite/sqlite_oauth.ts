@@ -1,7 +1,7 @@
 import type { Database } from "bun:sqlite";
 import { type Grant, MAX_EVICTIONS_PER_REGISTRATION, type OAuthClient, type OAuthStore, UNUSED_CLIENT_GRACE_MS } from "../../ports/oauth.ts";
 import { addMissingColumns } from "./sqlite_database.ts";
-import { ACCESS_TOKEN_LIFE_MS, type OAuthClientRow, clientValues, numOrNull, oauthTables, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toSignerPublicKey, toStoredCode, seeSignerKeySql, DROP_SIGNING_KEYS_SQL, ACCESS_TOKEN_ACTIVE_SQL, EVICT_ACCOUNT_CODES_SQL, EVICT_CLIENT_CODE_SQL, EVICT_CLIENT_SQL, EVICTABLE_OPEN_CLIENTS_WHERE, EVICTED_CLIENT_CODES_SQL, UNUSED_OPEN_CLIENTS_WHERE, OAUTH_CLIENT_LATE_INDEXES } from "../sql/oauth.ts";
+import { ACCESS_TOKEN_LIFE_MS, type OAuthClientRow, clientValues, numOrNull, oauthTables, toAuthorizedClient, toGrant, toOAuthClient, toOAuthSigningKey, toSignerPublicKey, toStoredCode, seeSignerKeySql, DROP_SIGNING_KEYS_SQL, SIGNING_KEYS_SQL, SIGNER_KEYS_SQL, REVOKE_KEY_SQL, ACCESS_TOKEN_ACTIVE_SQL, EVICT_ACCOUNT_CODES_SQL, EVICT_CLIENT_CODE_SQL, EVICT_CLIENT_SQL, EVICTABLE_OPEN_CLIENTS_WHERE, EVICTED_CLIENT_CODES_SQL, UNUSED_OPEN_CLIENTS_WHERE, OAUTH_CLIENT_LATE_INDEXES } from "../sql/oauth.ts";
 
 /** Shared query text (`$n`) in SQLite's numbered parameters (`?n`). */
 const numbered = (text: string) => text.replaceAll("$", "?");
@@ -129,7 +129,7 @@ function oauthClientsAndCodes(db: Database): Pick<OAuthStore, "registerClient" |
 }
 
 /** Refresh and access tokens, signing keys and pruning in the SQLite file. */
-function oauthTokensAndKeys(db: Database): Pick<OAuthStore, "rotateRefreshToken" | "findRefreshToken" | "revokeGrant" | "revokeAccessToken" | "accessTokenActive" | "signingKeys" | "addSigningKey" | "dropSigningKeys" | "retireSigningKeys" | "signerKeys" | "seeSignerKey" | "dropSignerKeys" | "prune"> {
+function oauthTokensAndKeys(db: Database): Pick<OAuthStore, "rotateRefreshToken" | "findRefreshToken" | "revokeGrant" | "revokeAccessToken" | "accessTokenActive" | "signingKeys" | "addSigningKey" | "dropSigningKeys" | "retireSigningKeys" | "signerKeys" | "seeSignerKey" | "dropSignerKeys" | "revokeKey" | "revokedKeys" | "prune"> {
   const findClient = db.query<OAuthClientRow, [string]>("SELECT * FROM oauth_clients WHERE client_id = ? AND evicted_at_ms IS NULL");
   const grantOf = db.query<Record<string, unknown>, [string]>("SELECT * FROM oauth_grants WHERE id = ?");
   const revokeGrant = db.query("UPDATE oauth_grants SET revoked_at_ms = ?2 WHERE id = ?1 AND revoked_at_ms IS NULL");
@@ -187,7 +187,7 @@ function oauthTokensAndKeys(db: Database): Pick<OAuthStore, "rotateRefreshToken"
       return Promise.resolve(row.c === 1 && row.r === 0 && (grantId === null || row.g === 1));
     },
     signingKeys: () =>
-      Promise.resolve(db.query<Record<string, unknown>, []>("SELECT * FROM oauth_signing_keys ORDER BY created_at_ms DESC, kid DESC").all().map(toOAuthSigningKey)),
+      Promise.resolve(db.query<Record<string, unknown>, []>(SIGNING_KEYS_SQL).all().map(toOAuthSigningKey)),
     addSigningKey(key) {
       db.query("INSERT INTO oauth_signing_keys (kid, private_jwk, public_jwk, created_at_ms) VALUES (?, ?, ?, ?)").run(key.kid, key.privateJwk, key.publicJwk, key.createdAtMs);
       return Promise.resolve();
@@ -200,7 +200,7 @@ function oauthTokensAndKeys(db: Database): Pick<OAuthStore, "rotateRefreshToken"
       return Promise.resolve(db.query("UPDATE oauth_signing_keys SET retired_at_ms = ? WHERE retired_at_ms IS NULL").run(nowMs).changes);
     },
     signerKeys: () =>
-      Promise.resolve(db.query<Record<string, unknown>, []>("SELECT * FROM oauth_signer_keys ORDER BY seen_at_ms DESC, kid DESC").all().map(toSignerPublicKey)),
+      Promise.resolve(db.query<Record<string, unknown>, []>(SIGNER_KEYS_SQL).all().map(toSignerPublicKey)),
     seeSignerKey(kid, publicJwk, nowMs) {
       db.query(numbered(seeSignerKeySql("MAX"))).run(kid, publicJwk, nowMs);
       return Promise.resolve();
@@ -208,6 +208,12 @@ function oauthTokensAndKeys(db: Database): Pick<OAuthStore, "rotateRefreshToken"
     dropSignerKeys(seenBefore) {
       return Promise.resolve(db.query("DELETE FROM oauth_signer_keys WHERE seen_at_ms < ?").run(seenBefore).changes);
     },
+    revokeKey(kid, nowMs) {
+      return Promise.resolve(db.query(numbered(REVOKE_KEY_SQL)).run(kid, nowMs).changes > 0);
+    },
+    revokedKeys: () =>
+      Promise.resolve(db.query<{ kid: string; revoked_at_ms: number }, []>("SELECT kid, revoked_at_ms FROM oauth_revoked_keys ORDER BY revoked_at_ms DESC, kid")
+        .all().map((r) => ({ kid: r.kid, revokedAtMs: Number(r.revoked_at_ms) }))),
     prune: (now, unusedBefore) => Promise.resolve(prune.immediate(now, unusedBefore)),
   };
 }

@@ -375,6 +375,7 @@ export function oauthStorageContract(name: string, open: () => Promise<Storage>,
     clientAndCodeTests(open);
     tokenTests(open);
     signerKeyTests(open);
+    revokedKeyTests(open);
   });
 }
 
@@ -401,5 +402,47 @@ function signerKeyTests(open: () => Promise<Storage>) {
     expect((await oauth.signerKeys()).map((k) => k.kid)).not.toContain(b);
     expect(await oauth.dropSignerKeys(base + 51)).toBe(1);
     expect((await oauth.signerKeys()).map((k) => k.kid)).not.toContain(a);
+  });
+}
+
+/**
+ * An operator's revocation of a token key (review of the signer keys' records, finding 1): it comes with the key's row
+ * (one read), is never cleared by a record of the key, and outlives the row, so a forgotten instance recording the key
+ * again finds it revoked.
+ */
+function revokedKeyTests(open: () => Promise<Storage>) {
+  test("oauth: a revoked key reads as revoked, a record never clears it, and it outlives the key's row; stored keys too", async () => {
+    const { oauth } = await open();
+    const base = T0 + 30_000_000 + counter * 1_000;
+    const [a, b, stored, ahead] = [fresh("revoked-a"), fresh("kept-b"), fresh("revoked-stored"), fresh("revoked-before-seen")];
+    const jwk = (kid: string) => JSON.stringify({ kty: "EC", crv: "P-256", x: "x", y: "y", kid });
+    await oauth.seeSignerKey(a, jwk(a), base);
+    await oauth.seeSignerKey(b, jwk(b), base);
+    await oauth.addSigningKey({ kid: stored, privateJwk: "{}", publicJwk: jwk(stored), createdAtMs: base });
+    expect(await oauth.revokeKey(a, base + 5)).toBe(true);
+    // A second revocation keeps the first one's time.
+    expect(await oauth.revokeKey(a, base + 9)).toBe(false);
+    expect(await oauth.revokeKey(stored, base + 6)).toBe(true);
+    // A kid no table holds yet may be revoked too (a leaked key whose row was dropped already).
+    expect(await oauth.revokeKey(ahead, base + 7)).toBe(true);
+    const ours = async () => (await oauth.signerKeys()).filter((k) => [a, b, ahead].includes(k.kid));
+    expect(await ours()).toEqual([
+      ...[
+        { kid: a, publicJwk: jwk(a), firstSeenAtMs: base, seenAtMs: base, revokedAtMs: base + 5 },
+        { kid: b, publicJwk: jwk(b), firstSeenAtMs: base, seenAtMs: base },
+      ].sort((x, y) => (x.kid < y.kid ? 1 : -1)),
+    ]);
+    expect((await oauth.signingKeys()).find((k) => k.kid === stored)).toMatchObject({ kid: stored, revokedAtMs: base + 6 });
+    // Recorded again (an instance still runs with it): seen later, still revoked.
+    await oauth.seeSignerKey(a, jwk(a), base + 100);
+    expect((await ours()).find((k) => k.kid === a)).toMatchObject({ seenAtMs: base + 100, revokedAtMs: base + 5 });
+    // Its row goes once unseen for the grace; the revocation stays, so the key comes back revoked.
+    await oauth.dropSignerKeys(base + 101);
+    expect((await ours()).map((k) => k.kid)).toEqual([]);
+    await oauth.seeSignerKey(a, jwk(a), base + 200);
+    await oauth.seeSignerKey(ahead, jwk(ahead), base + 200);
+    expect((await ours()).map((k) => [k.kid, k.revokedAtMs])).toEqual([[a, base + 5], [ahead, base + 7]].sort((x, y) => (x[0]! < y[0]! ? 1 : -1)));
+    const revoked = (await oauth.revokedKeys()).filter((r) => [a, b, stored, ahead].includes(r.kid));
+    expect(revoked).toEqual([{ kid: ahead, revokedAtMs: base + 7 }, { kid: stored, revokedAtMs: base + 6 }, { kid: a, revokedAtMs: base + 5 }]);
   });
 }

@@ -10,6 +10,12 @@ export function fakeOAuthStore() {
   const revoked = new Set<string>();
   const keys: import("../oauth.ts").StoredSigningKey[] = [];
   const signerKeys = new Map<string, import("../oauth.ts").SignerPublicKey>();
+  const revokedKeys = new Map<string, number>();
+  /** A key as read: with its revocation, if any (as the SQL stores' join gives it). */
+  const withRevocation = <K extends { readonly kid: string }>(key: K): K => {
+    const revokedAtMs = revokedKeys.get(key.kid);
+    return revokedAtMs === undefined ? key : { ...key, revokedAtMs };
+  };
   const store = {
     writes: 0,
     clients,
@@ -165,7 +171,7 @@ export function fakeOAuthStore() {
         : grant?.revokedAtMs === null && grant.clientId === clientId && grant.accountId === accountId;
       return Promise.resolve(client !== undefined && !revoked.has(jti) && held);
     },
-    signingKeys: () => Promise.resolve([...keys].sort((a, b) => b.createdAtMs - a.createdAtMs)),
+    signingKeys: () => Promise.resolve([...keys].sort((a, b) => b.createdAtMs - a.createdAtMs).map(withRevocation)),
     addSigningKey(key) {
       keys.push(key);
       return Promise.resolve();
@@ -183,7 +189,7 @@ export function fakeOAuthStore() {
       keys.splice(0, keys.length, ...keys.map((k) => (k.retiredAtMs === null || k.retiredAtMs === undefined ? (n++, { ...k, retiredAtMs: nowMs }) : k)));
       return Promise.resolve(n);
     },
-    signerKeys: () => Promise.resolve([...signerKeys.values()].sort((a, b) => b.seenAtMs - a.seenAtMs)),
+    signerKeys: () => Promise.resolve([...signerKeys.values()].sort((a, b) => b.seenAtMs - a.seenAtMs).map(withRevocation)),
     seeSignerKey(kid: string, publicJwk: string, nowMs: number) {
       const known = signerKeys.get(kid);
       signerKeys.set(kid, known === undefined ? { kid, publicJwk, firstSeenAtMs: nowMs, seenAtMs: nowMs } : { ...known, seenAtMs: Math.max(known.seenAtMs, nowMs) });
@@ -198,6 +204,12 @@ export function fakeOAuthStore() {
       }
       return Promise.resolve(n);
     },
+    revokeKey(kid: string, nowMs: number) {
+      if (revokedKeys.has(kid)) return Promise.resolve(false);
+      revokedKeys.set(kid, nowMs);
+      return Promise.resolve(true);
+    },
+    revokedKeys: () => Promise.resolve([...revokedKeys].map(([kid, revokedAtMs]) => ({ kid, revokedAtMs })).sort((a, b) => b.revokedAtMs - a.revokedAtMs)),
     prune: () => Promise.resolve(0),
   } satisfies import("../oauth.ts").OAuthStore & { writes: number; clients: unknown; grants: unknown; codes: unknown };
   return store;

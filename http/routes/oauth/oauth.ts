@@ -263,7 +263,7 @@ export const OAUTH_DOCS: readonly RouteDoc[] = [
     paths: ["/oauth/jwks.json"],
     auth: "public",
     cache: CACHE.static,
-    summary: "The public keys access tokens are signed with (ES256); a replaced key stays two hours after its successor was made",
+    summary: "The public keys access tokens are signed with (ES256), the same on every instance: every instance's OAUTH_SIGNER key recorded in the last two hours, then the stored keys (a replaced one two hours after its successor was made); a revoked key never (docs/signing.md#rotation)",
     responses: { 200: { description: "{keys: [JWK]} (application/jwk-set+json)" } },
   },
   {
@@ -320,6 +320,8 @@ export const OAUTH_DOCS: readonly RouteDoc[] = [
       400: { description: "{error: invalid_request | invalid_grant | unauthorized_client | unsupported_grant_type | invalid_scope | invalid_target, error_description}" },
       401: { description: "{error: invalid_client}; WWW-Authenticate Basic when Basic was sent" },
       413: TOO_LARGE,
+      500: { description: "{error: server_error}: for one, this instance's OAUTH_SIGNER key was revoked (it signs no token, and its /readyz is 503 with checks.oauth false)" },
+      503: { description: "{error: temporarily_unavailable}: the OAUTH_SIGNER gave no signature; Retry-After header" },
     },
   },
   {
