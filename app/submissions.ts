@@ -21,6 +21,7 @@ import { settlementConcerns } from "../domain/webhooks/mod.ts";
 import { type Config, confirmationsOf, defaultChain } from "./config.ts";
 import { type WriteChain, writeChains } from "./write_chains.ts";
 import type { Foundation } from "./foundation.ts";
+import type { Logger } from "../ports/logger.ts";
 
 /**
  * Open submissions younger than this belong to requests still in flight (a receipt is awaited for at most
@@ -33,7 +34,7 @@ const RECONCILE_GRACE_MS = 5 * 60_000;
  * is one unknown to the node whose resends have had no verdict for this long without a break, when its transaction
  * carries no deadline (a witness's own attestation). One that carries a deadline (a delegated signature's) waits for
  * a block past it instead (released on the silence, it could still land); on a chain that mines only on demand, for
- * the latest block to stand still this long with the node's next block stamped past it.
+ * the latest block to stand still (QUIET_HEAD_MS, its own 10 minutes) with the node's next block stamped past it.
  */
 const LOST_AFTER_MS = 10 * 60_000;
 
@@ -87,8 +88,9 @@ export async function wireSubmissions(
   // Decisions §30: each attestation chain's submissions and sponsored writes (the witness's, the private relay's) are
   // followed on that chain, by its own reconciler; a sponsored write from before rows named their chain is the default's.
   const several = chains.length > 1;
-  const reconcilers = chains.map((on, i) =>
-    createSubmissionReconciler({
+  const reconcilers = chains.map((on, i) => ({
+    chainId: on.chain.chainId,
+    reconcile: createSubmissionReconciler({
       chainId: on.chain.chainId,
       books: [
         // A replay record is its chain's (decisions §30): each chain's book holds and settles that chain's only.
@@ -114,18 +116,17 @@ export async function wireSubmissions(
       // The embedded devnet's state is saved before an outcome read from it is recorded, as after a send (foundation.ts
       // onMined): a crash right after a resent transaction is recorded must not leave it charged but missing.
       saveChain: devnet?.checkpoint,
-    })
-  );
-  const reconcile = everyChain(reconcilers);
+      // A still head's `pending` block proves a deadline passed only where the chain mines on demand: the embedded devnet,
+      // or a chain the operator declares so (CHAINS_FILE `minesOnDemand`); elsewhere it may be a stalled node's.
+      minesOnDemand: minesOnDemand(config, on, devnet !== undefined),
+      log,
+    }),
+  }));
+  const reconcile = everyChain(reconcilers, log);
   const settle = async (graceMs?: number): Promise<number> => {
-    try {
-      const report = await reconcile({ graceMs });
-      if (report.mined + report.reverted + report.released + report.rebroadcast + report.bumped > 0) log.info("submissions_reconciled", report);
-      return report.open;
-    } catch (error) {
-      log.warn("reconcile_failed", { error: error instanceof Error ? error.message : String(error) });
-      return -1;
-    }
+    const { report, failed } = await reconcile({ graceMs });
+    if (report.mined + report.reverted + report.released + report.rebroadcast + report.bumped > 0) log.info("submissions_reconciled", report);
+    return failed ? -1 : report.open;
   };
   const startupGrace = storage.kind === "sqlite" ? 0 : undefined;
   // The same holds for idempotency keys, once this start holds the file's lock: a running key is a request that died
@@ -147,7 +148,8 @@ export async function wireSubmissions(
     Promise.all([storage.idempotency.prune(systemClock.nowMs()), storage.submissions.prune(systemClock.nowMs() - SUBMISSIONS_KEPT_MS)]).catch((error: unknown) =>
       log.warn("idempotency_prune_failed", { error: error instanceof Error ? error.message : String(error) }));
   await pruneKeys();
-  const timer = setInterval(() => void settle().then(() => sweep()).then(pruneKeys), 60_000);
+  // A minute's work still running when the next minute comes skips that minute: rounds never overlap.
+  const timer = setInterval(oneAtATime(() => settle().then(() => sweep()).then(pruneKeys)), 60_000);
   timer.unref?.();
   return {
     idempotency: createIdempotency({ store: storage.idempotency, clock: systemClock }),
@@ -165,16 +167,45 @@ export async function wireSubmissions(
   };
 }
 
-/** One round of every chain's reconciler, one after the other; the reports added up. */
-function everyChain(reconcilers: readonly Reconcile[]): Reconcile {
-  return async (options) => {
-    const total: ReconcileReport = { mined: 0, reverted: 0, released: 0, rebroadcast: 0, bumped: 0, open: 0 };
-    for (const reconcile of reconcilers) {
-      const report = await reconcile(options);
-      for (const key of Object.keys(total) as (keyof ReconcileReport)[]) total[key] += report[key];
+/**
+ * One round of every chain's reconciler, one after the other; the reports added up. A chain whose round fails is logged
+ * (`reconcile_failed`, naming it) and the chains after it still run: one chain's node answering what a read did not
+ * expect ended every later chain's round too, each minute.
+ */
+export function everyChain(
+  reconcilers: readonly { readonly chainId: number; readonly reconcile: Reconcile }[],
+  log: Pick<Logger, "warn">,
+): (options?: { graceMs?: number | undefined }) => Promise<{ report: ReconcileReport; failed: boolean }> {
+  return async (options = {}) => {
+    const report: ReconcileReport = { mined: 0, reverted: 0, released: 0, rebroadcast: 0, bumped: 0, open: 0 };
+    let failed = false;
+    for (const { chainId, reconcile } of reconcilers) {
+      try {
+        const one = await reconcile(options.graceMs === undefined ? {} : { graceMs: options.graceMs });
+        for (const key of Object.keys(report) as (keyof ReconcileReport)[]) report[key] += one[key];
+      } catch (error) {
+        failed = true;
+        log.warn("reconcile_failed", { chainId, error: error instanceof Error ? error.message : String(error) });
+      }
     }
-    return total;
+    return { report, failed };
   };
+}
+
+/** `task` run by a timer, skipped while its last run has not ended. */
+export function oneAtATime(task: () => Promise<unknown>): () => void {
+  let running = false;
+  return () => {
+    if (running) return;
+    running = true;
+    void task().finally(() => running = false);
+  };
+}
+
+/** Whether a chain mines only on demand: declared in CHAINS_FILE, else the embedded devnet's (Anvil mines on demand). */
+function minesOnDemand(config: Pick<Config, "chains">, on: WriteChain, devnet: boolean): boolean {
+  const configured = config.chains.list.find((c) => c.chainId === on.chain.chainId || c.caip2 === on.chain.caip2);
+  return configured?.minesOnDemand ?? devnet;
 }
 
 /** Decisions §30: with several attestation chains, a submission's view names its chain and counts on its head. */

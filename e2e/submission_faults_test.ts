@@ -477,7 +477,7 @@ describe("a 503 OUTCOME_UNKNOWN kept under an Idempotency-Key", () => {
 });
 
 describe("a relay transaction whose resends get no verdict, on a chain that mines only on demand", () => {
-  test("is released once the chain's head stood still for lostAfterMs and the node's next block is stamped past its deadline, never on our clock", async () => {
+  test("is released once the chain's head stood still for QUIET_HEAD_MS and the node's next block is stamped past its deadline, never on our clock", async () => {
     const { createViemEas, createViemTxStatusReader } = await import("../adapters/chain/mod.ts");
     const { createSubmissionReconciler, replayBook } = await import("../domain/delegation/mod.ts");
     const { fakeClock } = await import("../ports/fakes/mod.ts");
@@ -485,9 +485,10 @@ describe("a relay transaction whose resends get no verdict, on a chain that mine
     const key = generatePrivateKey();
     const wallet = privateKeyToAccount(key).address;
     await testClient().setBalance({ address: wallet, value: 10n ** 18n });
-    // The node's own clock (its pending block's stamp), not ours: the deadline a minute after it.
+    // The node's own clock (its pending block's stamp), not ours: the deadline ten minutes after it (the test's real
+    // time until its second round stays far below that; it needed under a minute).
     const pendingStamp = async () => (await chain().getBlock({ blockTag: "pending" })).timestamp;
-    const deadline = (await pendingStamp()) + 60n;
+    const deadline = (await pendingStamp()) + 600n;
     const zero = `0x${"00".repeat(32)}` as Hex;
     const data = encodeFunctionData({
       abi: EAS_ABI,
@@ -524,13 +525,15 @@ describe("a relay transaction whose resends get no verdict, on a chain that mine
       clock,
       graceMs: 0,
       lostAfterMs: 600_000,
+      // Anvil mines on demand (the service declares it so for its embedded devnet): its `pending` block may count.
+      minesOnDemand: true,
     });
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
-    // The head stood still for lostAfterMs, but the node's next block would still be stamped before the deadline.
+    // The head stood still for QUIET_HEAD_MS, but the node's next block would still be stamped before the deadline.
     clock.set(clock.nowMs() + 600_000);
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
     // The node's clock moved past the deadline, no block mined: the next one EAS refuses the call in.
-    await testClient().increaseTime({ seconds: 120 });
+    await testClient().increaseTime({ seconds: 1_200 });
     expect(await pendingStamp()).toBeGreaterThan(deadline);
     expect(await reconcile()).toMatchObject({ released: 1, open: 0 });
     expect(await replay.find(stack.devnet.chainId, "quiet")).toBeUndefined();

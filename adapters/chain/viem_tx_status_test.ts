@@ -163,3 +163,38 @@ describe("createViemTxStatusReader(): the blocks that prove a deadline passed", 
     expect(await node(() => ({ number: "0xc", hash: null, timestamp: "0x77359401" })).reader.latestBlock()).toBeUndefined();
   });
 });
+
+describe("createViemTxStatusReader(): block reads whose answer has no expected shape", () => {
+  /** A node answering every call with `answer` (a function of the method and parameters), logging as the app does. */
+  function answering(answer: (method: string, params: unknown[]) => unknown) {
+    const logged: { event: string; fields: Record<string, unknown> }[] = [];
+    const client = { request: ({ method, params }: { method: string; params: unknown[] }) => Promise.resolve(answer(method, params)) };
+    const reader = createViemTxStatusReader({ client: client as unknown as PublicClient, easAddress: WALLET, log: (event, fields) => logged.push({ event, fields }) });
+    return { logged, reader };
+  }
+
+  test("a null answer (older Besu's for a block past its head) is undefined: it threw, and ended the reconciler's round", async () => {
+    const { reader } = answering(() => null);
+    expect(await reader.nonceAt(WALLET, 11n)).toBeUndefined();
+    expect(await reader.latestBlock()).toBeUndefined();
+    expect(await reader.pendingBlock()).toBeUndefined();
+  });
+
+  test("a block or count in no expected shape (fields null, not hex, not an object) is undefined, never a throw", async () => {
+    for (const answer of ["0xzz", 12, "latest", { number: null, hash: HASH, timestamp: "0x1" }, { number: "0xc", hash: HASH, timestamp: null }, { parentHash: null, timestamp: "0x1" }, { parentHash: HASH, timestamp: 7 }]) {
+      const { reader } = answering(() => answer);
+      expect(await reader.nonceAt(WALLET, 11n)).toBeUndefined();
+      expect(await reader.latestBlock()).toBeUndefined();
+      expect(await reader.pendingBlock()).toBeUndefined();
+    }
+  });
+
+  test("a failed pending read is logged as getBlockByNumber(pending), told apart from the latest block's", async () => {
+    const client = { request: () => Promise.reject(new Error("boom")) };
+    const ops: unknown[] = [];
+    const reader = createViemTxStatusReader({ client: client as unknown as PublicClient, easAddress: WALLET, log: (_, fields) => ops.push(fields.op) });
+    await reader.latestBlock();
+    await reader.pendingBlock();
+    expect(ops).toEqual(["getBlockByNumber", "getBlockByNumber(pending)"]);
+  });
+});

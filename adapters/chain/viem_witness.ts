@@ -124,19 +124,29 @@ export function createViemTxStatusReader(options: {
       }
     },
     replacement: async (tx: SignedTx) => await options.senderOf?.(tx.wallet)?.replacement(tx),
+    // Each answer is parsed inside `read`, so one the node gives in no expected shape (older Besu answers `null` for a
+    // block past its head) is undefined too: it threw outside the read, and one row's throw ended the whole round.
     async latestBlock() {
-      const block = await read("getBlockByNumber", () => client.request({ method: "eth_getBlockByNumber", params: ["latest", false] }));
-      return block?.hash ? { number: BigInt(block.number!), hash: block.hash, timestamp: BigInt(block.timestamp) } : undefined;
+      return await read("getBlockByNumber", async () => {
+        const block: unknown = await client.request({ method: "eth_getBlockByNumber", params: ["latest", false] });
+        const number = quantity(field(block, "number"));
+        const hash = blockHashOf(field(block, "hash"));
+        const timestamp = quantity(field(block, "timestamp"));
+        return number === undefined || hash === undefined || timestamp === undefined ? undefined : { number, hash, timestamp };
+      });
     },
     async pendingBlock() {
-      const block = await read("getBlockByNumber", () => client.request({ method: "eth_getBlockByNumber", params: ["pending", false] }));
-      return block ? { parentHash: block.parentHash, timestamp: BigInt(block.timestamp) } : undefined;
+      return await read("getBlockByNumber(pending)", async () => {
+        const block: unknown = await client.request({ method: "eth_getBlockByNumber", params: ["pending", false] });
+        const parentHash = blockHashOf(field(block, "parentHash"));
+        const timestamp = quantity(field(block, "timestamp"));
+        return parentHash === undefined || timestamp === undefined ? undefined : { parentHash, timestamp };
+      });
     },
     async nonceAt(wallet, blockNumber) {
       // At the block's number, never a tag: a backend without that block fails the call rather than answer for its own.
-      const count = await read("getTransactionCount", () =>
-        client.request({ method: "eth_getTransactionCount", params: [wallet as HexString, numberToHex(blockNumber)] }));
-      return count === undefined ? undefined : BigInt(count);
+      return await read("getTransactionCount", async () =>
+        quantity(await client.request({ method: "eth_getTransactionCount", params: [wallet as HexString, numberToHex(blockNumber)] })));
     },
     async rebroadcast(tx: SignedTx): Promise<Rebroadcast> {
       const sender = options.senderOf?.(tx.wallet);
@@ -160,3 +170,12 @@ export function createViemTxStatusReader(options: {
     },
   };
 }
+
+/** A field of a JSON-RPC answer that may be no object at all (`null`, a string). */
+const field = (answer: unknown, name: string): unknown => (typeof answer === "object" && answer !== null ? (answer as Record<string, unknown>)[name] : undefined);
+
+/** A JSON-RPC quantity (`0x`-hex), or undefined for anything else (`null`, a number, a malformed string). */
+const quantity = (value: unknown): bigint | undefined => (typeof value === "string" && /^0x[0-9a-fA-F]{1,64}$/.test(value) ? BigInt(value) : undefined);
+
+/** A 32-byte hash, or undefined for anything else (a block not sealed yet answers `null`). */
+const blockHashOf = (value: unknown): HexString | undefined => (typeof value === "string" && /^0x[0-9a-fA-F]{64}$/.test(value) ? (value as HexString) : undefined);

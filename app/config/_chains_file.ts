@@ -17,6 +17,13 @@ export type ChainConfig = {
   readonly startBlock?: bigint | undefined;
   /** Blocks behind the head that may still be reorganized; undefined: 12, 0 on the embedded devnet. */
   readonly confirmations?: number | undefined;
+  /**
+   * The chain mines only when it has transactions (an Anvil or Hardhat node, a quiet app chain whose one node mines on
+   * demand): the reconciler may then take its node's `pending` block for the next block once the head stood still
+   * (domain/delegation/_signed_deadline.ts). Undefined: true on the embedded devnet, else false (a still head may be a
+   * stalled node).
+   */
+  readonly minesOnDemand?: boolean | undefined;
   readonly role: ChainRole;
 };
 
@@ -41,11 +48,11 @@ export function readChainsFile(path: string, readFile: (path: string) => string)
   return chains;
 }
 
-/** One entry: `{caip2, rpcUrl, wsUrl?, startBlock?, confirmations?, role}`. */
+/** One entry: `{caip2, rpcUrl, wsUrl?, startBlock?, confirmations?, minesOnDemand?, role}`. */
 function chainEntry(entry: unknown, n: number): ChainConfig {
   if (typeof entry !== "object" || entry === null || Array.isArray(entry)) throw fail(`chain ${n}: expected an object`);
   const e = entry as Record<string, unknown>;
-  const known = new Set(["caip2", "rpcUrl", "wsUrl", "startBlock", "confirmations", "role"]);
+  const known = new Set(["caip2", "rpcUrl", "wsUrl", "startBlock", "confirmations", "minesOnDemand", "role"]);
   const unknown = Object.keys(e).find((key) => !known.has(key));
   if (unknown !== undefined) throw fail(`chain ${n}: unknown field ${unknown}`);
   if (typeof e.caip2 !== "string" || !/^eip155:[1-9][0-9]{0,15}$/.test(e.caip2)) throw fail(`chain ${n}: expected caip2 such as eip155:8453`);
@@ -58,6 +65,7 @@ function chainEntry(entry: unknown, n: number): ChainConfig {
   if (e.confirmations !== undefined && (typeof e.confirmations !== "number" || !whole(e.confirmations) || e.confirmations > 10_000)) {
     throw fail(`${name}: expected confirmations, a number from 0 to 10000`);
   }
+  if (e.minesOnDemand !== undefined && typeof e.minesOnDemand !== "boolean") throw fail(`${name}: expected minesOnDemand, true or false`);
   return {
     caip2: e.caip2,
     chainId: Number(e.caip2.slice("eip155:".length)),
@@ -65,6 +73,7 @@ function chainEntry(entry: unknown, n: number): ChainConfig {
     wsUrl: e.wsUrl as string | undefined,
     startBlock: e.startBlock === undefined ? undefined : BigInt(e.startBlock as number | string),
     confirmations: e.confirmations as number | undefined,
+    minesOnDemand: e.minesOnDemand as boolean | undefined,
     role: e.role,
   };
 }

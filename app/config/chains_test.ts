@@ -79,3 +79,11 @@ describe("the chains section (decisions §30)", () => {
     expect(() => readConfig({ DELEGATE_SIGNER_0: "env:X" })).toThrow(/^DELEGATE_SIGNER_0: /);
   });
 });
+
+describe("CHAINS_FILE's minesOnDemand", () => {
+  test("a chain may be declared to mine only on demand (true or false); undefined when not given; anything else stops the start", () => {
+    const read = withFile(JSON.stringify([{ ...chains[0], minesOnDemand: true }, { ...chains[1], minesOnDemand: false }, chains[2]])).chains;
+    expect(read.list.map((c) => c.minesOnDemand)).toEqual([true, false, undefined]);
+    expect(() => withFile(JSON.stringify([{ ...chains[0], minesOnDemand: "yes" }]))).toThrow("CHAINS_FILE: chain eip155:66238: expected minesOnDemand, true or false");
+  });
+});

@@ -18,7 +18,8 @@
  * - unknown to the node while every resend of its bytes gets no verdict (-32603, a rate limit, no answer): left for
  *   the next round, and released once that has lasted `lostAfterMs` without a break (counted by this reconciler from
  *   the first such round; a restart counts again, the safe way); one whose signatures carry a deadline, only once the
- *   chain proves it can never land (`_signed_deadline.ts`: a block past the deadline with its nonce still free);
+ *   chain proves it can never land (`_signed_deadline.ts`: a block past the deadline with its nonce still free; on a
+ *   chain that mines on demand, its node's next block once the head stood still);
  * - an RPC failure: left for the next round;
  * - still pending (held by the node, nonce free) after `bumpAfterMs` since it (or its last replacement) was
  *   signed: a replacement with the same nonce and fees raised at least 12.5% (and to the market's) is signed,
@@ -29,13 +30,14 @@
  * database no other instance uses, the grace is 0 and every open row is settled before the first request.
  */
 import type { Clock } from "../../ports/clock.ts";
-import type { EasReader, HexString } from "../../ports/eas.ts";
-import type { SponsoredWriteLedger } from "../../ports/accounts.ts";
-import type { ReplayStore } from "../../ports/replay_store.ts";
+import type { HexString } from "../../ports/eas.ts";
 import type { OpenSubmission, SignedTx, SubmissionBook, TxStatusReader } from "../../ports/submissions.ts";
 import type { TxReplacement, TxReplacementStore } from "../../ports/tx_replacements.ts";
-import { type DeadlinePassed, deadlineProofs, type HeadWatch, signedDeadline } from "./_signed_deadline.ts";
-import { delegatedWriteSpent, nonceMovedPast } from "./sponsored_write_spent.ts";
+import type { Logger } from "../../ports/logger.ts";
+import { type DeadlinePassed, deadlineWatch, signedDeadline } from "./_signed_deadline.ts";
+
+// The books the reconciler settles, kept beside it so this file keeps to the reconciling.
+export { REPLAY_BOOK, replayBook, witnessBook } from "./_submission_books.ts";
 
 /** What one reconciliation round did. */
 export type ReconcileReport = { mined: number; reverted: number; released: number; rebroadcast: number; bumped: number; open: number };
@@ -54,10 +56,17 @@ export type SubmissionReconcilerDeps = {
   readonly graceMs: number;
   /**
    * Hash-only rows (no stored bytes) unknown to the node are released once older than this; rows whose resends get no
-   * verdict and whose transaction carries no deadline, once that has lasted this long. Also how long a quiet chain's
-   * latest block stands before its `pending` block counts for a deadline (`_signed_deadline.ts`).
+   * verdict and whose transaction carries no deadline, once that has lasted this long.
    */
   readonly lostAfterMs: number;
+  /**
+   * The chain mines only on demand (the embedded devnet, or a chain its operator declares so): its node's `pending`
+   * block may then prove a deadline passed once the head stood still (`_signed_deadline.ts`). Absent: never, since a
+   * stalled node's still head and `pending` block look the same.
+   */
+  readonly minesOnDemand?: boolean | undefined;
+  /** Where a record held past its deadline by the wall clock is told, once. */
+  readonly log?: Logger | undefined;
   /** Fee bumps: where replacements are kept, and how long a transaction may stay pending before one. Absent: none. */
   readonly replacements?: TxReplacementStore | undefined;
   readonly bumpAfterMs?: number | undefined;
@@ -115,8 +124,12 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
   // Since when each open row has been unknown to the node with no verdict on its resends, across rounds (found in
   // review: counted from the row's creation, one rate-limited resend of an old row's evicted bytes released it).
   const silentSince = new Map<string, number>();
-  const head: HeadWatch = {}; // the chain's latest block as last seen, across rounds (a quiet chain's)
-  return async function reconcile(options = {}) {
+  const deadlines = deadlineWatch({ ...deps, minesOnDemand: deps.minesOnDemand === true });
+  // One round at a time: a call while one runs gets that round's report, its own `graceMs` unused (rounds overlapping
+  // shared the head's watch and the rows' silences, and sent the same rows' bytes twice).
+  let running: Promise<ReconcileReport> | undefined;
+  return (options = {}) => running ??= reconcileOnce(options).finally(() => running = undefined);
+  async function reconcileOnce(options: { graceMs?: number }) {
     const now = deps.clock.nowMs();
     const graceMs = options.graceMs ?? deps.graceMs;
     const report: ReconcileReport = { mined: 0, reverted: 0, released: 0, rebroadcast: 0, bumped: 0, open: 0 };
@@ -124,7 +137,7 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
     // wait in the node's pool behind the gap (and be left open this round) while the lower one is settled.
     const rows = (await Promise.all(deps.books.map(async (book) => (await book.open(now - graceMs + 1)).map((row) => ({ book, row }))))).flat();
     rows.sort((a, b) => (a.row.tx?.nonce ?? Number.MAX_SAFE_INTEGER) - (b.row.tx?.nonce ?? Number.MAX_SAFE_INTEGER));
-    const deadlinePassed = deadlineProofs(deps.txStatus, { nowMs: now, quietAfterMs: deps.lostAfterMs, watch: head });
+    const deadlinePassed = deadlines.round(now);
     const round: Reconciling = { report, bumped: new Map(), deps, record, now, silentSince, deadlinePassed };
     try {
       for (const { book, row } of rows) await settle(round, book, row);
@@ -133,10 +146,11 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
       // that failed part way: a row it did not reach counts again from its next silent round.
       const listed = new Set(rows.map(({ book, row }) => silentKey(book, row)));
       for (const key of silentSince.keys()) if (!listed.has(key)) silentSince.delete(key);
+      deadlines.keepOnly(listed);
     }
     await deps.replacements?.prune(now - REPLACEMENTS_KEPT_MS);
     return report;
-  };
+  }
 }
 
 /**
@@ -315,7 +329,7 @@ async function settleNotFound(round: Reconciling, book: SubmissionBook, row: Ope
     round.silentSince.set(key, since);
     // One whose signatures carry a deadline: once the chain passed it, never on the silence alone (decisions §15).
     const deadline = signedDeadline(latest.raw);
-    if (deadline === undefined ? now - since >= deps.lostAfterMs : await round.deadlinePassed({ tx: latest, deadline })) {
+    if (deadline === undefined ? now - since >= deps.lostAfterMs : await round.deadlinePassed({ key, tx: latest, deadline })) {
       if ((await earlier(round, book, row, txs.superseded)) !== "none") return;
       return await release(round, book, row);
     }
@@ -328,72 +342,4 @@ async function settleNotFound(round: Reconciling, book: SubmissionBook, row: Ope
   const after = await deps.txStatus.status(latestHash as HexString, latest);
   if (after.status === "success" || after.status === "reverted") return await settle(round, book, row);
   report.open++;
-}
-
-/** The name of the relays' book: their fee bumps are kept under it, keyed by the replay record's key. */
-export const REPLAY_BOOK = "delegated_attestations";
-
-/**
- * The delegated attestations' replay records of chain `chainId` as a book: released rows are forgotten (the signature
- * works again). With the EAS reader (that chain's), a row whose transaction is gone while the attester's EAS nonce moved
- * past the signature's is recorded as mined (uid and block unknown) instead: the signature can never be used again. A
- * record's identity is (chain, signature) (decisions §30): the book holds, reads and settles its chain's records only,
- * so each chain's are followed on that chain, and the same signature's record on another chain is never touched.
- */
-export function replayBook(replay: ReplayStore, chainId: number, eas?: EasReader): SubmissionBook & { readonly chainId: number } {
-  return {
-    chainId,
-    spent: eas === undefined ? undefined : async (key) => {
-      const record = await replay.find(chainId, key);
-      return record === undefined ? undefined : await nonceMovedPast(eas, record);
-    },
-    name: REPLAY_BOOK,
-    open: async (createdBeforeMs) =>
-      (await replay.open(createdBeforeMs)).filter((r) => r.chainId === chainId).map((r) => ({
-        id: r.key,
-        state: r.state as OpenSubmission["state"],
-        tx: r.tx,
-        txHash: r.txHash,
-        createdAtMs: r.createdAtMs,
-      })),
-    mined: (key, { txHash, uid, blockNumber }) => replay.finish(chainId, key, { state: "mined", txHash, uid, blockNumber }),
-    reverted: (key, txHash, blockNumber) => replay.finish(chainId, key, { state: "reverted", txHash, blockNumber }),
-    release: (key) => replay.release(chainId, key),
-  };
-}
-
-/**
- * The sponsored writes (the witness's and the private relay's) as a book: mined is charged, reverted and released are
- * given back. With `chain` (several chains, decisions §30), the book holds the rows written on that chain only; a row
- * that names no chain (written before rows kept it) is the default chain's. With `spends` (the replay records and the
- * chain's EAS reader), a private relay write whose transaction the node cannot show while its nonce is passed is
- * charged, not given back, when the attesters' EAS nonces moved past its signatures' (as the replay book reads them).
- */
-export function witnessBook(
-  ledger: SponsoredWriteLedger,
-  clock: Clock,
-  chain?: { readonly chainId: number; readonly isDefault: boolean },
-  spends?: { readonly replay: ReplayStore; readonly eas: EasReader },
-): SubmissionBook {
-  const STATES = { reserved: "checked", signed: "signed", broadcast: "sent" } as const;
-  const ours = (w: { readonly chainId?: number | undefined }) =>
-    chain === undefined || (w.chainId === undefined ? chain.isDefault : w.chainId === chain.chainId);
-  return {
-    spent: spends === undefined ? undefined : async (id) => {
-      const tx = (await ledger.find(id))?.tx;
-      return tx == null ? false : await delegatedWriteSpent(spends.replay, spends.eas, tx.raw);
-    },
-    name: "sponsored_writes",
-    open: async (createdBeforeMs) =>
-      (await ledger.unsettled(createdBeforeMs)).filter(ours).map((w) => ({
-        id: w.id,
-        state: STATES[w.state as keyof typeof STATES] ?? "sent",
-        tx: w.tx,
-        txHash: w.txHash,
-        createdAtMs: w.createdAtMs,
-      })),
-    mined: (id, { txHash, uid, blockNumber }) => ledger.commit(id, { txHash, uid, blockNumber }, clock.nowMs()),
-    reverted: (id) => ledger.release(id, clock.nowMs()),
-    release: (id) => ledger.release(id, clock.nowMs()),
-  };
 }

@@ -799,7 +799,7 @@ describe("a lost transaction carrying a signed deadline, whose resends get no ve
     expect(await reconcile()).toMatchObject({ released: 1, open: 0 });
   });
 
-  test("a chain that mines only on demand: released once its latest block stood still for lostAfterMs and the pending block built on it is past the deadline", async () => {
+  test("a chain that mines only on demand: released once its latest block stood still for QUIET_HEAD_MS and the pending block built on it is past the deadline", async () => {
     const clock = fakeClock(NEAR_MS + 3_600_000);
     const replay = fakeReplayStore();
     await relayRecord(replay, "quiet", delegatedTx("quiet", 0, DEADLINE));
@@ -807,8 +807,8 @@ describe("a lost transaction carrying a signed deadline, whose resends get no ve
     // Its last block well before the deadline, none since; the node would stamp its next block now.
     chain.time = DEADLINE - 100n;
     chain.pending = { parentHash: blockHash(100n), timestamp: DEADLINE + 3_000n };
-    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
-    // Still for less than lostAfterMs: a backend behind the head would say the same.
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000, minesOnDemand: true });
+    // Still for less than QUIET_HEAD_MS (10 minutes): a backend behind the head would say the same.
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
     clock.set(NEAR_MS + 3_600_000 + 599_999);
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
@@ -862,5 +862,109 @@ describe("a lost transaction carrying a signed deadline, whose resends get no ve
     clock.set(Number(DEADLINE + 7_200n) * 1000);
     expect(await reconcile()).toMatchObject({ released: 1, open: 0 });
     expect(chain.timeReads).toBe(3);
+  });
+
+  test("a chain not declared to mine on demand: a still head and a pending block past the deadline release nothing (a stalled node shows the same), a block past it does", async () => {
+    const clock = fakeClock(NEAR_MS + 3_600_000);
+    const replay = fakeReplayStore();
+    await relayRecord(replay, "stalled", delegatedTx("stalled", 0, DEADLINE));
+    const chain = silentChain();
+    // A geth whose consensus client died: its latest frozen at 100, its pending built on it stamped by its own clock,
+    // while the chain it no longer follows may have mined the transaction since.
+    chain.time = DEADLINE - 100n;
+    chain.pending = { parentHash: blockHash(100n), timestamp: DEADLINE + 3_000n };
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    for (const at of [0, 600_000, 3_600_000, 86_400_000]) {
+      clock.set(NEAR_MS + 3_600_000 + at);
+      expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    }
+    expect(chain.pendingReads).toBe(0);
+    // A block stamped past the deadline with the nonce free at it: proven.
+    chain.head = 101n;
+    chain.time = DEADLINE + 1n;
+    expect(await reconcile()).toMatchObject({ released: 1, open: 0 });
+  });
+
+  test("the head's stillness is timed from when each block read resolved, not from the round's start", async () => {
+    const start = NEAR_MS + 3_600_000;
+    const clock = fakeClock(start);
+    const replay = fakeReplayStore();
+    await relayRecord(replay, "slow", delegatedTx("slow", 0, DEADLINE));
+    const chain = silentChain();
+    chain.time = DEADLINE - 100n;
+    chain.pending = { parentHash: blockHash(100n), timestamp: DEADLINE + 3_000n };
+    // The first round's block read resolves five minutes after the round began (a slow node, many rows before it).
+    chain.onTimeRead = () => {
+      clock.set(start + 300_000);
+      chain.onTimeRead = () => {};
+    };
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000, minesOnDemand: true });
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    // Ten minutes after the first round began, five since the head was first seen: not yet still for QUIET_HEAD_MS.
+    clock.set(start + 600_000);
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    expect(chain.pendingReads).toBe(0);
+    clock.set(start + 900_000);
+    expect(await reconcile()).toMatchObject({ released: 1, open: 0 });
+  });
+
+  test("the quiet head's wait is its own (10 minutes), not lostAfterMs", async () => {
+    const start = NEAR_MS + 3_600_000;
+    const clock = fakeClock(start);
+    const replay = fakeReplayStore();
+    await relayRecord(replay, "own", delegatedTx("own", 0, DEADLINE));
+    const chain = silentChain();
+    chain.time = DEADLINE - 100n;
+    chain.pending = { parentHash: blockHash(100n), timestamp: DEADLINE + 3_000n };
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 60_000, minesOnDemand: true });
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    clock.set(start + 60_000);
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    clock.set(start + 599_999);
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    clock.set(start + 600_000);
+    expect(await reconcile()).toMatchObject({ released: 1, open: 0 });
+  });
+
+  test("a round asked for while one runs is that round: its rows are not settled twice at once", async () => {
+    const clock = fakeClock(NEAR_MS);
+    const replay = fakeReplayStore();
+    await relayRecord(replay, "once", delegatedTx("once", 0, DEADLINE));
+    const chain = silentChain();
+    chain.time = DEADLINE - 100n;
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    const [first, second] = await Promise.all([reconcile(), reconcile()]);
+    expect(first).toMatchObject({ released: 0, open: 1 });
+    expect(second).toEqual(first);
+    expect(chain.rebroadcasts).toHaveLength(1);
+    // Once it ended, the next call is a round of its own.
+    await reconcile();
+    expect(chain.rebroadcasts).toHaveLength(2);
+  });
+
+  test("a record held past its deadline by the wall clock, the chain proving nothing yet, is logged once (no signature in the line)", async () => {
+    const clock = fakeClock(Number(DEADLINE) * 1000 - 1_000);
+    const replay = fakeReplayStore();
+    await relayRecord(replay, "0xsignature", delegatedTx("held", 0, DEADLINE));
+    const chain = silentChain();
+    // Besu answers `pending` with its latest block: built on its parent, never on the head.
+    chain.time = DEADLINE - 100n;
+    chain.pending = { parentHash: blockHash(99n), timestamp: DEADLINE - 100n };
+    const lines: { event: string; fields?: Record<string, unknown> }[] = [];
+    const note = (event: string, fields?: Record<string, unknown>) => void lines.push({ event, fields });
+    const log = { debug: note, info: note, warn: note, error: note };
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000, minesOnDemand: true, log });
+    // Before the deadline by our clock: nothing to say.
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    expect(lines).toEqual([]);
+    for (const at of [2_000, 3_600_000, 7_200_000]) {
+      clock.set(Number(DEADLINE) * 1000 + at);
+      expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    }
+    expect(lines).toEqual([{
+      event: "submission_held_past_deadline",
+      fields: { chainId: 1, txHash: "0xheld", deadline: Number(DEADLINE), latestBlock: { number: 100, timestamp: Number(DEADLINE) - 100 }, minesOnDemand: true },
+    }]);
+    expect(JSON.stringify(lines)).not.toContain("0xsignature");
   });
 });
