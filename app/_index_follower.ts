@@ -52,6 +52,10 @@ export type FollowerState = {
   indexed: bigint | undefined;
   head: bigint | undefined;
   checkedAtMs: number | null;
+  /** When a poll last recorded the chain's head below the index (IndexStore.doubted); null: never seen. */
+  doubtedAtMs: number | null;
+  /** Polls in a row that found the chain's head below the index (see {@link BEHIND_POLLS}). */
+  behindPolls: number;
   leader: boolean;
   failures: number;
   stopped: boolean;
@@ -86,6 +90,16 @@ export function createWrittenRecords() {
     },
   };
 }
+
+/**
+ * How many polls in a row may find the chain's head below the index (its blocks otherwise the index's) before reads
+ * fail closed (503 INDEX_STALE): the second such poll, one `INDEX_POLL_MS` after the first, records it in the store,
+ * which every instance's reads see. A load-balanced provider's backend behind is usually caught up, or another
+ * backend answers, by the next poll, and one slow backend should not flap every read to 503; a chain rolled back to a
+ * shorter one stays below, and its dropped attestations are then served for at most about one poll interval, no
+ * longer than a same-height reorg is served until the next poll sees it (docs/attestation_index.md).
+ */
+export const BEHIND_POLLS = 2;
 
 /** Runs `poll`, waiting for it at most `waitMs`. */
 export async function pollWithin(poll: () => Promise<unknown>, waitMs: number): Promise<void> {
@@ -182,9 +196,11 @@ export function createWriteCatchUp(deps: { follows: () => boolean; indexed: () =
 
 /**
  * A poll of the chain: follower steps until the index holds the head (recorded in the store as a completed poll),
- * at most about a third of the lease at a time so the lease is renewed in between; "more" while a backfill goes on.
+ * at most about a third of the lease at a time so the lease is renewed in between; "more" while a backfill goes on;
+ * "behind" when the chain's head was below the index (no completed poll; the next comes one poll interval later, not
+ * after a backoff: the node answered, and the chain growing again is the moment a rollback shows as a fork).
  */
-export function createPoll(deps: IndexDeps, state: FollowerState): () => Promise<"done" | "more" | "failed"> {
+export function createPoll(deps: IndexDeps, state: FollowerState): () => Promise<"done" | "more" | "failed" | "behind"> {
   const { store, clock, log, settings } = deps;
   const step = createIndexFollower({
     chain: deps.chain,
@@ -208,7 +224,8 @@ export function createPoll(deps: IndexDeps, state: FollowerState): () => Promise
     }
     state.failures = 0;
     state.indexed = s.indexedBlock;
-    state.head = s.head;
+    // A head below the index is no head of a completed poll (`/readyz` and the lag gauge keep the last one's).
+    if (s.behind !== true) state.head = s.head;
     if (s.rewoundTo !== undefined) {
       log.warn(s.deepReorg ? "index_deep_reorg" : "index_reorg", { rewoundTo: Number(s.rewoundTo), head: Number(s.head), confirmedTo: Number(s.confirmedTo) });
     }
@@ -230,8 +247,21 @@ export function createPoll(deps: IndexDeps, state: FollowerState): () => Promise
     for (;;) {
       const s = await followOnce();
       if (s === undefined) return "failed";
+      if (s.behind === true) {
+        const now = clock.nowMs();
+        state.behindPolls++;
+        log.warn("index_head_behind", { head: Number(s.head), indexedBlock: s.indexedBlock === undefined ? null : Number(s.indexedBlock), polls: state.behindPolls });
+        if (state.behindPolls >= BEHIND_POLLS) {
+          await store.doubted(now);
+          state.doubtedAtMs = Math.max(state.doubtedAtMs ?? 0, now);
+          for (const listener of state.moved) listener();
+        }
+        state.nextPollAt = now + settings.pollMs;
+        return "behind";
+      }
       if (s.caughtUp) {
         const now = clock.nowMs();
+        state.behindPolls = 0;
         await store.checked(now, s.head);
         state.checkedAtMs = Math.max(state.checkedAtMs ?? 0, now);
         state.nextPollAt = now + settings.pollMs;

@@ -33,7 +33,10 @@ export type IndexStatus = {
   readonly catchingUp: boolean;
   /** Unix seconds of the follower's last completed poll; null: none yet. */
   readonly checkedAt: number | null;
-  /** No poll completed for `INDEX_STALL_SECONDS`: public reads answer 503 INDEX_STALE (decisions §21). */
+  /**
+   * No poll completed for `INDEX_STALL_SECONDS`, or the chain's head was found below the index since the last one:
+   * public reads answer 503 INDEX_STALE (decisions §21).
+   */
   readonly stale: boolean;
   /** Whether this instance holds the follower lease. */
   readonly follower: boolean;
@@ -52,8 +55,8 @@ export type IndexRunner = {
   /** True while a poll of the chain completed within the stall time (any instance's, through the shared store). */
   readonly healthy: () => Promise<boolean>;
   /**
-   * Runs follower steps until the index holds the chain's head (tests, `ops index`, a nudge); false if a step failed.
-   * A completed catch-up is recorded as a poll.
+   * Runs follower steps until the index holds the chain's head (tests, `ops index`, a nudge); false if a step failed
+   * or found the chain's head below the index. A completed catch-up is recorded as a poll.
    */
   readonly catchUp: () => Promise<boolean>;
   /**
@@ -102,7 +105,7 @@ function statusOf(state: FollowerState, settings: IndexSettings, clock: Clock): 
     lagBlocks: state.head === undefined ? null : Number(state.head - (state.indexed ?? settings.startBlock - 1n)),
     catchingUp: state.indexed === undefined || state.head === undefined ? true : state.head - state.indexed > CATCHING_UP_BLOCKS,
     checkedAt: state.checkedAtMs === null ? null : Math.floor(state.checkedAtMs / 1000),
-    stale: !isFresh({ checkedAtMs: state.checkedAtMs }, { nowMs: clock.nowMs(), stallSeconds: settings.stallSeconds }),
+    stale: !isFresh({ checkedAtMs: state.checkedAtMs, doubtedAtMs: state.doubtedAtMs }, { nowMs: clock.nowMs(), stallSeconds: settings.stallSeconds }),
     follower: state.leader,
   };
 }
@@ -110,7 +113,7 @@ function statusOf(state: FollowerState, settings: IndexSettings, clock: Clock): 
 /** Starts the follower (unless `follow` is false) and returns the reads and the status. */
 export function wireIndex(deps: IndexDeps): IndexRunner {
   const { store, settings, clock } = deps;
-  const state: FollowerState = { indexed: undefined, head: undefined, checkedAtMs: null, leader: false, failures: 0, stopped: false, nextPollAt: 0, headSeen: false, moved: [], written: createWrittenRecords() };
+  const state: FollowerState = { indexed: undefined, head: undefined, checkedAtMs: null, doubtedAtMs: null, behindPolls: 0, leader: false, failures: 0, stopped: false, nextPollAt: 0, headSeen: false, moved: [], written: createWrittenRecords() };
   const sightings = sightedHeads(deps.chain, clock, () => state.indexed);
   const poll = createPoll({ ...deps, chain: sightings.chain }, state);
   const holder = `${hostname()}:${process.pid}:${crypto.randomUUID()}`;
@@ -133,6 +136,7 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
     state.indexed = h?.blockNumber;
     if (!state.leader && h?.chainHead !== null && h?.chainHead !== undefined) state.head = h.chainHead;
     state.checkedAtMs = h?.checkedAtMs ?? null;
+    state.doubtedAtMs = h?.doubtedAtMs ?? null;
     return status();
   }
 

@@ -231,3 +231,33 @@ async function sightings({ clock, runner, store, setHead, headReads }: ReturnTyp
   expect((await store.checkpoint())?.blockNumber).toBe(1_010n);
   expect(runner.status()).toMatchObject({ indexedBlock: 1_010, head: 1_010 });
 }
+
+test("wireIndex(): a head below the index is no completed poll; the second such poll in a row makes reads 503 INDEX_STALE, through the store, until a poll completes", async () => {
+  const { lines, runner, store, setHead } = setup();
+  const read = () => runner.answers.answer(async (index) => ok({ block: (await index.latestBlock()).ok }));
+  expect(await runner.catchUp()).toBe(true);
+  const polled = runner.status().checkedAt;
+  // The node's head 995, its blocks the index's: a backend behind, or a chain rolled back, not told apart yet.
+  setHead(995n);
+  expect(await runner.catchUp()).toBe(false);
+  // One poll of grace (a load-balanced provider's backend behind is usually caught up by the next): reads answer.
+  expect(await read()).toMatchObject({ ok: true, value: { asOf: { blockNumber: 999 } } });
+  expect(await runner.healthy()).toBe(true);
+  expect(await runner.catchUp()).toBe(false);
+  expect(await read()).toMatchObject({ ok: false, code: "INDEX_STALE" });
+  expect(await runner.healthy()).toBe(false);
+  // The head and the poll time are the last completed poll's; the doubt is in the store, which every instance reads.
+  expect(runner.status()).toMatchObject({ indexedBlock: 999, head: 999, stale: true, checkedAt: polled });
+  expect((await store.head())?.doubtedAtMs).toBeGreaterThan((await store.head())!.checkedAtMs!);
+  // The node answered: no failure counted (no backoff before the next poll, which sees the chain grow again).
+  expect(lines.filter((l) => l.event === "index_follow_failed")).toEqual([]);
+  expect(lines.filter((l) => l.event === "index_head_behind").map((l) => l.fields.polls)).toEqual([1, 2]);
+  setHead(1_001n);
+  expect(await runner.catchUp()).toBe(true);
+  expect(await read()).toMatchObject({ ok: true, value: { asOf: { blockNumber: 1_001 } } });
+  expect(await runner.healthy()).toBe(true);
+  // The count starts again after a completed poll.
+  setHead(1_000n);
+  expect(await runner.catchUp()).toBe(false);
+  expect(await runner.healthy()).toBe(true);
+});

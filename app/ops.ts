@@ -19,6 +19,7 @@ import { usesDevnet } from "./config/chains.ts";
 import type { Storage } from "../ports/storage.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { isPlan, PLANS, quotaYear } from "../domain/accounts/mod.ts";
+import { isFresh } from "../domain/index/mod.ts";
 
 const USAGE = `usage: bun run ops accounts list
        bun run ops accounts set-plan <account id | wallet address> <${PLANS.join("|")}>
@@ -268,9 +269,10 @@ async function indexCommand(command: string, rest: readonly string[], config: Co
       blockHash: checkpoint?.blockHash ?? null,
       head: head === undefined ? null : Number(head),
       lagBlocks: head === undefined ? null : Number(head - (checkpoint?.blockNumber ?? (defaultChain(config.chains).startBlock ?? 0n) - 1n)),
-      // The follower's last completed poll (decisions §21): public reads are 503 INDEX_STALE once it is older than the stall time.
+      // The follower's last completed poll (decisions §21): public reads are 503 INDEX_STALE once it is older than the
+      // stall time, or a poll found the chain's head below the index since.
       checkedAt: checkedAtMs === null ? null : new Date(checkedAtMs).toISOString(),
-      stale: checkedAtMs === null || Date.now() - checkedAtMs > config.index.stallSeconds * 1000,
+      stale: !isFresh(indexHead, { nowMs: Date.now(), stallSeconds: config.index.stallSeconds }),
       attestations: counts.attestations,
       tailAttestations: counts.tail,
     }));

@@ -164,3 +164,77 @@ describe("the index follower against a provider whose backends are out of step",
     expect((await listed(s, subject, "&revoked=true")).items).toEqual([]);
   }, 120_000);
 });
+
+describe("the index follower when the chain is rolled back to a shorter one", () => {
+  const anvil = () => createTestClient({ mode: "anvil", transport: http(stack.devnet.rpcUrl) });
+  async function get(s: Service, path: string) {
+    const res = await fetch(`${s.url}${path}`);
+    return { status: res.status, body: (await res.json()) as { code?: string; count?: number; index?: { stale: boolean; indexedBlock: number } } };
+  }
+  /** What the service answers of `subject` and of `uid`: the list's uids (or its error code), the count, the record's status, `/readyz`. */
+  async function answers(s: Service, subject: string, uid: Hex) {
+    const list = await fetch(`${s.url}/v1/attestations?subject=${encodeURIComponent(subject)}`);
+    const body = (await list.json()) as { items?: { attestation: { uid: string } }[]; code?: string };
+    const count = await get(s, `/v1/attestations/count?subject=${encodeURIComponent(subject)}`);
+    const one = await get(s, `/v1/attestations/${uid}`);
+    const ready = await get(s, "/readyz");
+    return {
+      list: list.status === 200 ? body.items!.map((i) => i.attestation.uid) : [list.status, body.code],
+      count: count.status === 200 ? count.body.count : [count.status, count.body.code],
+      one: one.status === 200 ? 200 : [one.status, one.body.code],
+      ready: [ready.status, ready.body.index?.stale],
+    };
+  }
+
+  /**
+   * An attestation mined after an `evm_snapshot`, two blocks more, indexed; then `evm_revert`: the node's head is below
+   * the checkpoint and its blocks up to there are the index's. The attacker's repro served the dropped attestation as
+   * current (200, `/readyz` fresh) until the chain grew back and a backed-off follower looked again, up to
+   * INDEX_STALL_SECONDS if it did not grow. Polls are driven by `catchUp`, so nothing here races a timer.
+   */
+  async function rolledBack(name: string, confirmations: string) {
+    const subject = `did:web:${name}.example`;
+    const s = await service(name, { INDEX_CONFIRMATIONS: confirmations });
+    const kept = (await attest(subject)).toLowerCase() as Hex;
+    expect(await s.index.catchUp()).toBe(true);
+    const snapshot = await anvil().snapshot();
+    const forkPoint = await head();
+    const dropped = (await attest(subject)).toLowerCase() as Hex;
+    await mine(2);
+    expect(await s.index.catchUp()).toBe(true);
+    expect(await answers(s, subject, dropped)).toEqual({ list: [dropped, kept], count: 2, one: 200, ready: [200, false] });
+
+    await anvil().revert({ id: snapshot });
+    expect(await head()).toBe(forkPoint);
+    // The first poll that finds the head below the index: not a completed poll, nothing rewound (a backend behind
+    // looks the same), and one poll of grace before reads fail closed.
+    expect(await s.index.catchUp()).toBe(false);
+    expect((await answers(s, subject, dropped)).list).toEqual([dropped, kept]);
+    // The second in a row: every read 503 INDEX_STALE, not ready; the dropped attestation is no answer any more.
+    expect(await s.index.catchUp()).toBe(false);
+    const stale = [503, "INDEX_STALE"];
+    expect(await answers(s, subject, dropped)).toEqual({ list: stale, count: stale, one: stale, ready: [503, true] });
+    return { s, subject, kept, dropped, forkPoint };
+  }
+
+  test("with an unconfirmed tail (its blocks' hashes kept): reads fail closed, and the next block, another at the dropped one's height, rewinds to the fork point", async () => {
+    const { s, subject, kept, dropped, forkPoint } = await rolledBack("rolled-back-tail", "3");
+    await mine(1);
+    expect(await s.index.catchUp()).toBe(true);
+    expect(await answers(s, subject, dropped)).toEqual({ list: [kept], count: 1, one: [404, "NOT_FOUND"], ready: [200, false] });
+    expect((await get(s, "/readyz")).body.index?.indexedBlock).toBe(Number(forkPoint) + 1);
+  }, 120_000);
+
+  test("with no tail kept (INDEX_CONFIRMATIONS 0): reads stay failed closed while the chain is below the index, and its block at the index's height rewinds", async () => {
+    const { s, subject, kept, dropped } = await rolledBack("rolled-back-no-tail", "0");
+    // A block where the dropped attestation was, but no stored hash between the fork point and the checkpoint to tell.
+    await mine(1);
+    expect(await s.index.catchUp()).toBe(false);
+    const stale = [503, "INDEX_STALE"];
+    expect(await answers(s, subject, dropped)).toEqual({ list: stale, count: stale, one: stale, ready: [503, true] });
+    // Back at the checkpoint's height under another hash: a fork, rewound, and the answers are the chain's again.
+    await mine(2);
+    expect(await s.index.catchUp()).toBe(true);
+    expect(await answers(s, subject, dropped)).toEqual({ list: [kept], count: 1, one: [404, "NOT_FOUND"], ready: [200, false] });
+  }, 120_000);
+});

@@ -129,6 +129,12 @@ export type IndexHead = IndexCheckpoint & {
   readonly checkedAtMs: number | null;
   /** The chain's head that poll saw; null: none yet. */
   readonly chainHead: bigint | null;
+  /**
+   * When a poll last found the chain's head below the index head, its chain otherwise the index's (a backend behind,
+   * or a chain rolled back to a shorter one: {@link IndexStore.doubted}); null or undefined: never. A head doubted at
+   * or after its last completed poll is not fresh.
+   */
+  readonly doubtedAtMs?: number | null | undefined;
 };
 
 /** A stored attestation: the full record read once at ingest, where it was logged, and when it was revoked. */
@@ -261,6 +267,12 @@ export interface IndexStore {
   readonly head: () => Promise<IndexHead | undefined>;
   /** Records a completed poll: at `nowMs` the chain's head was `chainHead` and the index held every block up to it. */
   readonly checked: (nowMs: number, chainHead: bigint) => Promise<void>;
+  /**
+   * Records that a poll at `nowMs` found the chain's head below the index head and could not tell a backend behind
+   * from a chain rolled back (the node's blocks it has agree with the index): reads are stale until a poll completes
+   * after it. Nothing to record before a first completed poll (reads are stale then anyway).
+   */
+  readonly doubted: (nowMs: number) => Promise<void>;
   /** The stored attestations of these uids (any order; uids the index does not hold, or holds without a record, left out). */
   readonly records: (uids: readonly HexString[]) => Promise<StoredAttestation[]>;
   /** Up to `limit` stored uids whose full record is missing (rows written before records were kept). */

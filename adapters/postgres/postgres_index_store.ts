@@ -238,7 +238,7 @@ function indexAppends(sql: SQL, scope: { chainId: number; easAddress: string }):
 }
 
 /** The index's checkpoints and the chain head it saw, in PostgreSQL. */
-function indexProgress(sql: SQL, scope: { chainId: number; easAddress: string }): Pick<IndexStore, "checkpoint" | "history" | "head" | "checked"> {
+function indexProgress(sql: SQL, scope: { chainId: number; easAddress: string }): Pick<IndexStore, "checkpoint" | "history" | "head" | "checked" | "doubted"> {
   const chainId = scope.chainId;
   const eas = scope.easAddress.toLowerCase();
   const leaseName = `${chainId}:${eas}`;
@@ -257,22 +257,22 @@ function indexProgress(sql: SQL, scope: { chainId: number; easAddress: string })
     },
     async head() {
       const [row]: Row[] = await sql`
-        SELECT c.block_number, c.block_hash, c.block_time, p.checked_at_ms, p.chain_head
+        SELECT c.block_number, c.block_hash, c.block_time, p.checked_at_ms, p.chain_head, p.doubted_at_ms
           FROM (SELECT block_number, block_hash, block_time FROM index_checkpoints WHERE chain_id = ${chainId} AND eas = ${eas}
                  ORDER BY block_number DESC LIMIT 1) AS c
           LEFT JOIN index_polls p ON p.name = ${leaseName}`;
-      if (row === undefined) return undefined;
-      return {
+      return row === undefined ? undefined : {
         ...toCheckpoint(row),
         checkedAtMs: row.checked_at_ms === null ? null : Number(row.checked_at_ms),
         chainHead: row.chain_head === null ? null : BigInt(String(row.chain_head)),
+        doubtedAtMs: row.doubted_at_ms === null ? null : Number(row.doubted_at_ms),
       };
     },
     async checked(nowMs, chainHead) {
       await sql`INSERT INTO index_polls (name, checked_at_ms, chain_head) VALUES (${leaseName}, ${nowMs}, ${chainHead.toString()})
-                ON CONFLICT (name) DO UPDATE SET checked_at_ms = GREATEST(index_polls.checked_at_ms, EXCLUDED.checked_at_ms),
-                  chain_head = EXCLUDED.chain_head`;
+                ON CONFLICT (name) DO UPDATE SET checked_at_ms = GREATEST(index_polls.checked_at_ms, EXCLUDED.checked_at_ms), chain_head = EXCLUDED.chain_head`;
     },
+    doubted: async (nowMs) => void (await sql`UPDATE index_polls SET doubted_at_ms = GREATEST(COALESCE(doubted_at_ms, 0), ${nowMs}) WHERE name = ${leaseName}`),
   };
 }
 

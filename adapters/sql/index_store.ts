@@ -105,6 +105,8 @@ export const INDEX_ADDED_COLUMNS = [
   ["index_attestations", "revoked_tx_hash", "TEXT"],
   // Issue 43: the subject the record names (its decoded `subject`, normalized), for counts; '' none, NULL not known yet.
   ["index_attestations", "subject", "TEXT"],
+  // When a poll last found the chain's head below the index (IndexStore.doubted); NULL: never.
+  ["index_polls", "doubted_at_ms", "INTEGER"],
 ] as const;
 
 /**

@@ -221,7 +221,7 @@ function indexAppends(db: Database, scope: { chainId: number; easAddress: string
 }
 
 /** The index's checkpoints and the chain head it saw, in the SQLite file. */
-function indexProgress(db: Database, scope: { chainId: number; easAddress: string }): Pick<IndexStore, "checkpoint" | "history" | "head" | "checked"> {
+function indexProgress(db: Database, scope: { chainId: number; easAddress: string }): Pick<IndexStore, "checkpoint" | "history" | "head" | "checked" | "doubted"> {
   const chainId = scope.chainId;
   const eas = scope.easAddress.toLowerCase();
   const leaseName = `${chainId}:${eas}`;
@@ -237,7 +237,8 @@ function indexProgress(db: Database, scope: { chainId: number; easAddress: strin
     return row === null ? undefined : toCheckpoint(row);
   };
 
-  const polls = db.query<{ checked_at_ms: number; chain_head: number }, [string]>("SELECT checked_at_ms, chain_head FROM index_polls WHERE name = ?");
+  const polls = db.query<{ checked_at_ms: number; chain_head: number; doubted_at_ms: number | null }, [string]>("SELECT checked_at_ms, chain_head, doubted_at_ms FROM index_polls WHERE name = ?");
+  const saveDoubt = db.query("UPDATE index_polls SET doubted_at_ms = MAX(COALESCE(doubted_at_ms, 0), ?2) WHERE name = ?1");
   const savePoll = db.query(
     `INSERT INTO index_polls (name, checked_at_ms, chain_head) VALUES (?1, ?2, ?3)
      ON CONFLICT (name) DO UPDATE SET checked_at_ms = MAX(index_polls.checked_at_ms, ?2), chain_head = ?3`,
@@ -254,12 +255,14 @@ function indexProgress(db: Database, scope: { chainId: number; easAddress: strin
         ...checkpoint,
         checkedAtMs: poll === null ? null : Number(poll.checked_at_ms),
         chainHead: poll === null ? null : BigInt(poll.chain_head),
+        doubtedAtMs: poll?.doubted_at_ms ?? null,
       });
     },
     checked(nowMs, chainHead) {
       savePoll.run(leaseName, nowMs, Number(chainHead));
       return Promise.resolve();
     },
+    doubted: (nowMs) => Promise.resolve(void saveDoubt.run(leaseName, nowMs)),
   };
 }
 

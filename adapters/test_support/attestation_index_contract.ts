@@ -29,7 +29,7 @@ export function attestationIndexContract(open: () => Promise<Storage>) {
       { ...record(8), blockNumber: 8n, revokedBlock: null },
     ]);
     // Not polled yet; then a completed poll, shared through the store (never moved back).
-    expect(await store.head()).toEqual({ blockNumber: 10n, blockHash: hash(10), timestamp: 1_010n, checkedAtMs: null, chainHead: null });
+    expect(await store.head()).toEqual({ blockNumber: 10n, blockHash: hash(10), timestamp: 1_010n, checkedAtMs: null, chainHead: null, doubtedAtMs: null });
     await store.checked(5_000, 10n);
     await store.checked(4_000, 10n);
     expect(await store.head()).toMatchObject({ checkedAtMs: 5_000, chainHead: 10n });
@@ -75,5 +75,22 @@ export function attestationIndexContract(open: () => Promise<Storage>) {
     await store.rewind({ blockNumber: 18n, blockHash: hash(18), timestamp: 18n });
     expect(await store.counts()).toEqual({ attestations: 1, tail: 0 });
     expect((await store.records([uid(4), uid(19)])).map((r) => r.uid)).toEqual([uid(4)]);
+  });
+
+  test("index: a poll that found the chain's head below the index is recorded beside the last completed one, never moved back", async () => {
+    const store = await (await open()).indexStore({ chainId: 31337, easAddress: fresh("0xeas") });
+    const hash = (n: number) => `0x${n.toString(16).padStart(64, "c")}` as `0x${string}`;
+    await store.append(undefined, [], { blockNumber: 30n, blockHash: hash(30), timestamp: 30n });
+    // Before a first completed poll there is nothing to doubt (reads are stale anyway).
+    await store.doubted(1_000);
+    expect(await store.head()).toMatchObject({ checkedAtMs: null, doubtedAtMs: null });
+    await store.checked(2_000, 30n);
+    expect(await store.head()).toMatchObject({ checkedAtMs: 2_000, chainHead: 30n, doubtedAtMs: null });
+    await store.doubted(3_000);
+    await store.doubted(2_500);
+    expect(await store.head()).toMatchObject({ checkedAtMs: 2_000, chainHead: 30n, doubtedAtMs: 3_000 });
+    // A later completed poll is newer than the doubt (reads compare the two: domain/index/store_reads.ts isFresh).
+    await store.checked(4_000, 31n);
+    expect(await store.head()).toMatchObject({ checkedAtMs: 4_000, chainHead: 31n, doubtedAtMs: 3_000 });
   });
 }

@@ -80,6 +80,12 @@ export type FollowStep =
     readonly rewoundTo?: bigint | undefined;
     /** The reorg went deeper than the confirmations: confirmed rows had to go too. */
     readonly deepReorg?: true | undefined;
+    /**
+     * The chain's head is below the checkpoint, and the node's blocks agree with the index as far as they go: a backend
+     * behind, or a chain rolled back to a shorter one, which one read cannot tell apart. Nothing was written, and the
+     * step is no completed poll (its caller does not keep reads fresh on it).
+     */
+    readonly behind?: true | undefined;
     /** Records filled on rows stored before records were kept (an upgraded database). */
     readonly filled?: number | undefined;
     /** Subjects stored on rows stored before subjects were kept (an upgraded database, issue 43). */
@@ -141,10 +147,9 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
       checkpoint === undefined || !filling ? Promise.resolve(undefined) : deps.chain.blockHash(checkpoint.blockNumber),
     ]);
     if (!head.ok) return head;
-    // A head below the checkpoint is a node behind (backends out of step), not a reorg: nothing read, nothing rewound.
-    if (checkpoint !== undefined && head.value < checkpoint.blockNumber) return { ok: false, reason: "inconsistent" };
     const confirmedTo = head.value - BigInt(deps.confirmations);
     const status = { ok: true as const, head: head.value, target: head.value, confirmedTo, caughtUp: false };
+    if (checkpoint !== undefined && head.value < checkpoint.blockNumber) return await belowCheckpoint(deps, depth, status, checkpoint);
     const canonical = early ?? (checkpoint !== undefined && head.value <= checkpoint.blockNumber ? await deps.chain.blockHash(checkpoint.blockNumber) : undefined);
     if (checkpoint !== undefined && canonical !== undefined) {
       if (!canonical.ok) return canonical;
@@ -336,13 +341,38 @@ async function recordsOf(
   return { ok: true, value: uids.map((uid) => known.get(uid) ?? read.value[next++]!) };
 }
 
-/** The checkpoint's block is not the chain's any more: back to the newest stored checkpoint that is. */
+/** What a step knows before it reads more than the head. */
+type StepStatus = { readonly ok: true; readonly head: bigint; readonly target: bigint; readonly confirmedTo: bigint; readonly caughtUp: boolean };
+
+/**
+ * The chain's head is below the checkpoint: a backend behind (a load-balanced provider's backends out of step), or a
+ * chain rolled back to a shorter one (a reorg to a shorter fork, a devnet's `evm_revert`), which left the index
+ * answering attestations the chain no longer has. The newest stored checkpoint at or below the head tells them apart
+ * where it can: the node has another hash there, a fork, and the index rewinds to the fork point as for a block
+ * changed at the checkpoint's height; the same hash (or no stored checkpoint that low) is either, and nothing is
+ * rewound (a backend behind must not wipe rows it will give again), the step says `behind`.
+ */
+async function belowCheckpoint(deps: Pick<IndexFollowerDeps, "chain" | "store">, depth: number, status: StepStatus, checkpoint: IndexCheckpoint): Promise<FollowStep> {
+  const stored = (await deps.store.history(depth)).filter((c) => c.blockNumber <= status.head);
+  const nearest = stored[0];
+  if (nearest !== undefined) {
+    const hash = await deps.chain.blockHash(nearest.blockNumber);
+    if (!hash.ok) return hash;
+    // A node that does not know a block at or below its own head contradicts itself: read again.
+    if (hash.value === null) return { ok: false, reason: "inconsistent" };
+    if (hash.value !== nearest.blockHash) return await rewound(deps, depth, status, stored.slice(1));
+  }
+  return { ...status, indexedBlock: checkpoint.blockNumber, behind: true };
+}
+
+/** The checkpoint's block is not the chain's any more: back to the newest stored checkpoint (of `history`, given) that is. */
 async function rewound(
   deps: Pick<IndexFollowerDeps, "chain" | "store">,
   depth: number,
-  status: { readonly ok: true; readonly head: bigint; readonly target: bigint; readonly confirmedTo: bigint; readonly caughtUp: boolean },
+  status: StepStatus,
+  history?: readonly IndexCheckpoint[],
 ): Promise<FollowStep> {
-  const forkedAt = await lastCanonical(deps.chain, await deps.store.history(depth));
+  const forkedAt = await lastCanonical(deps.chain, history ?? await deps.store.history(depth));
   if (!forkedAt.ok) return forkedAt;
   await deps.store.rewind(forkedAt.value);
   const rewoundTo = forkedAt.value?.blockNumber ?? -1n;

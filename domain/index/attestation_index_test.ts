@@ -409,3 +409,74 @@ describe("createIndexFollower(): the webhook boundary (issue 43)", () => {
     expect(seen).toEqual([-1n, 18n]);
   });
 });
+
+describe("createIndexFollower(): a chain head below the checkpoint", () => {
+  /** A 30-block chain with attestations in blocks 5 and 28, 10 confirmations (blocks 20-29 each a checkpoint), indexed. */
+  async function indexed() {
+    const chain = fakeChain(30, [5, 28]);
+    const store = fakeIndexStore();
+    const step = createIndexFollower({ chain, store, startBlock: 0n, confirmations: 10, stepBlocks: 100n });
+    expect(await step()).toMatchObject({ ok: true, indexedBlock: 29n, caughtUp: true });
+    // An idle step: the one after a start also looks for rows to fill, reading the checkpoint's hash beside the head.
+    expect(await step()).toMatchObject({ ok: true, indexedBlock: 29n, caughtUp: true });
+    return { chain, store, step };
+  }
+
+  test("the chain rolled back to a shorter fork (another hash at the head's height): rewound to the fork point, the dropped attestation gone", async () => {
+    const { chain, store, step } = await indexed();
+    // Blocks from 24 on replaced, the chain now 27 blocks long (head 26): block 28's attestation is not the chain's.
+    chain.fork = { from: 24, tag: "b" };
+    chain.length = 27;
+    chain.calls = [];
+    expect(await step()).toMatchObject({ ok: true, head: 26n, rewoundTo: 23n, indexedBlock: 23n, caughtUp: false });
+    // The node's hash of the newest stored block at or below its head, then the walk down to the fork point.
+    expect(chain.calls).toEqual(["head", "hash 26", "hash 25", "hash 24", "hash 23"]);
+    expect(store.rows().map((r) => r.uid)).toEqual([hex(5, "a")]);
+    expect(await step()).toMatchObject({ ok: true, ingested: { from: 24n, to: 26n, events: 0 }, indexedBlock: 26n, caughtUp: true });
+    expect(await store.checkpoint()).toMatchObject({ blockNumber: 26n, blockHash: chain.hashOf(26n) });
+  });
+
+  test("the node's blocks up to its head are the index's (a backend behind, or a rollback not yet told apart): nothing rewound, behind, no completed poll", async () => {
+    const { chain, store, step } = await indexed();
+    chain.length = 27;
+    chain.calls = [];
+    const behind = await step();
+    expect(behind).toMatchObject({ ok: true, head: 26n, indexedBlock: 29n, behind: true, caughtUp: false });
+    expect("rewoundTo" in behind).toBe(false);
+    expect(chain.calls).toEqual(["head", "hash 26"]);
+    expect(store.rows().map((r) => r.uid)).toEqual([hex(5, "a"), hex(28, "a")]);
+    expect(await store.checkpoint()).toMatchObject({ blockNumber: 29n });
+    // The backend caught up: the same blocks, nothing to undo.
+    chain.length = 31;
+    expect(await step()).toMatchObject({ ok: true, ingested: { from: 30n, to: 30n }, caughtUp: true });
+    expect(store.rows().map((r) => r.uid)).toEqual([hex(5, "a"), hex(28, "a")]);
+    // No stored checkpoint at or below the head (a node far behind, past the history compared): behind, never a rebuild.
+    const far = createIndexFollower({ chain, store, startBlock: 0n, confirmations: 10, stepBlocks: 100n, historyDepth: 3 });
+    chain.length = 10;
+    expect(await far()).toMatchObject({ ok: true, head: 9n, behind: true, indexedBlock: 30n });
+    expect(await store.counts()).toEqual({ attestations: 2, tail: 1 });
+  });
+
+  test("a head doubted (a poll found the chain below the index) is stale for reads until a poll completes after it", async () => {
+    const { store } = await indexed();
+    const clock = fakeClock(1_000_000);
+    await store.checked(1_000_000, 29n);
+    const answers = createIndexAnswers({
+      store,
+      chainId: 31337,
+      easAddress: RECIPIENT,
+      startBlock: 0n,
+      schemas: { schemaRecords: () => Promise.resolve({ ok: true, value: [] }) },
+      clock,
+      stallSeconds: 60,
+    });
+    const read = () => answers.answer(async (index) => ({ ok: true as const, value: { head: await index.latestBlock() } }));
+    expect(await read()).toMatchObject({ ok: true, value: { asOf: { blockNumber: 29 } } });
+    clock.set(1_001_000);
+    await store.doubted(1_001_000);
+    expect(await read()).toEqual({ ok: false, code: "INDEX_STALE", message: expect.any(String) });
+    clock.set(1_002_000);
+    await store.checked(1_002_000, 29n);
+    expect(await read()).toMatchObject({ ok: true, value: { asOf: { blockNumber: 29, checkedAt: 1_002 } } });
+  });
+});

@@ -27,10 +27,19 @@ export type IndexStaleCode = "INDEX_STALE";
 
 export const INDEX_STALE_MESSAGE = "The attestation index is not keeping up with the chain; try again shortly";
 
-/** Whether a head is fresh at `nowMs`: a poll completed within the stall time (an idle chain's head may be old). */
-export function isFresh(head: Pick<IndexHead, "checkedAtMs"> | undefined, at: { readonly nowMs: number; readonly stallSeconds: number }): boolean {
+/**
+ * Whether a head is fresh at `nowMs`: a poll completed within the stall time (an idle chain's head may be old), and no
+ * poll found the chain's head below the index since (`doubtedAtMs`: the chain may have been rolled back past answers
+ * the index still gives, docs/attestation_index.md).
+ */
+export function isFresh(
+  head: Pick<IndexHead, "checkedAtMs" | "doubtedAtMs"> | undefined,
+  at: { readonly nowMs: number; readonly stallSeconds: number },
+): boolean {
   const { nowMs, stallSeconds } = at;
-  return head !== undefined && head.checkedAtMs !== null && nowMs - head.checkedAtMs <= stallSeconds * 1000;
+  if (head === undefined || head.checkedAtMs === null) return false;
+  if (head.doubtedAtMs !== undefined && head.doubtedAtMs !== null && head.doubtedAtMs >= head.checkedAtMs) return false;
+  return nowMs - head.checkedAtMs <= stallSeconds * 1000;
 }
 
 /** The `asOf` of a head. */

@@ -90,7 +90,7 @@ export function fakeIndexStore() {
   type Checkpoint = import("../attestation_index.ts").IndexCheckpoint;
   let rows: Row[] = [];
   let checkpoints: Checkpoint[] = [];
-  let poll: { checkedAtMs: number; chainHead: bigint } | undefined;
+  let poll: { checkedAtMs: number; chainHead: bigint; doubtedAtMs?: number | undefined } | undefined;
   const byPosition = (a: Row, b: Row) => (a.blockNumber !== b.blockNumber ? (a.blockNumber < b.blockNumber ? -1 : 1) : a.logIndex - b.logIndex);
   const saveRecord = (a: IndexedAttestation) => {
     rows = rows.map((r) => (r.uid === a.uid.toLowerCase() ? { ...r, record: a } : r));
@@ -165,10 +165,16 @@ export function fakeIndexStore() {
     count: (filter: import("../attestation_index.ts").IndexFilter) => Promise.resolve(rows.filter((r) => matches(r, filter)).length),
     head() {
       const c = checkpoints.at(-1);
-      return Promise.resolve(c === undefined ? undefined : { ...c, checkedAtMs: poll?.checkedAtMs ?? null, chainHead: poll?.chainHead ?? null });
+      return Promise.resolve(
+        c === undefined ? undefined : { ...c, checkedAtMs: poll?.checkedAtMs ?? null, chainHead: poll?.chainHead ?? null, doubtedAtMs: poll?.doubtedAtMs ?? null },
+      );
     },
     checked(nowMs: number, chainHead: bigint) {
-      poll = { checkedAtMs: Math.max(poll?.checkedAtMs ?? 0, nowMs), chainHead };
+      poll = { ...poll, checkedAtMs: Math.max(poll?.checkedAtMs ?? 0, nowMs), chainHead };
+      return Promise.resolve();
+    },
+    doubted(nowMs: number) {
+      if (poll !== undefined) poll = { ...poll, doubtedAtMs: Math.max(poll.doubtedAtMs ?? 0, nowMs) };
       return Promise.resolve();
     },
     records(uids: readonly HexString[]) {
