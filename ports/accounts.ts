@@ -1,4 +1,5 @@
 import type { SignedTx } from "./eas.ts";
+import type { ReleaseCause } from "./submissions.ts";
 
 /** A plan name; limits and eligible schemas of each come from configuration. */
 export type Plan = "free" | "paid";
@@ -141,6 +142,12 @@ export type WriteRecord = WriteReservation & {
   readonly uid: string | null;
   readonly blockNumber: bigint | null;
   readonly updatedAtMs: number;
+  /**
+   * Why a `released` write was given back, when that was recorded (ports/submissions.ts `ReleaseCause`); absent: not
+   * released, or released before causes were kept (read as unproven). A write committed after an unproven release
+   * keeps it.
+   */
+  readonly releaseCause?: ReleaseCause | undefined;
 };
 
 /** Writes of one account in one year. */
@@ -155,14 +162,27 @@ export interface SponsoredWriteLedger {
   readonly markSigned: (id: string, tx: SignedTx, nowMs: number) => Promise<boolean>;
   /** Records that the transaction may have reached the node. */
   readonly markSent: (id: string, nowMs: number) => Promise<void>;
+  /**
+   * Charges a write whose transaction was mined: an open one, or one given back on an unproven cause (`UNPROVEN_RELEASES`:
+   * it landed after all, decisions §15 "charges a mined witness"); one given back on a proven cause stays as it is.
+   */
   readonly commit: (
     id: string,
     outcome: { readonly txHash: string; readonly uid: string | null; readonly blockNumber: bigint },
     nowMs: number,
   ) => Promise<void>;
-  /** Gives the write back; a committed write is never released. */
-  readonly release: (id: string, nowMs: number) => Promise<void>;
+  /**
+   * Gives an open write back, keeping why (`cause`; absent: not known, read as unproven); a committed write is never
+   * released. A write given back on an unproven cause takes a proven `cause` given later (the reconciler found its
+   * transaction reverted, or its nonce taken), and nothing else.
+   */
+  readonly release: (id: string, nowMs: number, cause?: ReleaseCause | undefined) => Promise<void>;
   /** Reservations still `reserved`, `signed` or `broadcast` that were created before `createdBeforeMs`. */
   readonly unsettled: (createdBeforeMs: number) => Promise<WriteRecord[]>;
+  /**
+   * Writes still `released` on an unproven cause (`UNPROVEN_RELEASES`), given back at or after `releasedSinceMs` (by
+   * `updatedAtMs`), oldest first: the reconciler keeps looking their transactions up.
+   */
+  readonly givenBackUnproven: (releasedSinceMs: number) => Promise<WriteRecord[]>;
   readonly find: (id: string) => Promise<WriteRecord | undefined>;
 }

@@ -71,6 +71,24 @@ export type BlockStamp = { readonly number: bigint; readonly hash: HexString; re
 /** The block a node would build next: the block it builds on, and the timestamp its own clock gives it now. */
 export type PendingBlock = { readonly parentHash: HexString; readonly timestamp: bigint };
 
+/**
+ * Why a submission (or a sponsored write) was given back. Proven, nothing of it can land: `unsent` (nothing was signed,
+ * or the node provably never took it: the request's own release), `refused` (the node refused its stored bytes),
+ * `reverted` (mined, and reverted), `replaced` (its nonce taken by another transaction, nothing it spends spent),
+ * `deadline` (the chain passed its signatures' deadline with its nonce free). Unproven ({@link UNPROVEN_RELEASES}):
+ * `silence` (its resends had no verdict for the reconciler's `lostAfterMs`, a transaction carrying no deadline) and
+ * `lost` (a row stored with its hash only, unknown to the node): the transaction may still land.
+ */
+export type ReleaseCause = "unsent" | "refused" | "reverted" | "replaced" | "deadline" | "silence" | "lost";
+
+/**
+ * The causes of a release that prove nothing: such a write is not known to have failed (nor to have been written), so a
+ * retry under its `Idempotency-Key` is told its outcome is unknown, its payment stays `work_unknown`, and the reconciler
+ * keeps looking its transaction up (`SubmissionBook.givenBack`). A release whose cause was not recorded (before causes
+ * were) counts as one.
+ */
+export const UNPROVEN_RELEASES: readonly ReleaseCause[] = ["silence", "lost"];
+
 /** Where a submission stands while it is not settled. */
 export type OpenState = "checked" | "signed" | "sent";
 
@@ -107,8 +125,18 @@ export interface SubmissionBook {
     },
   ) => Promise<void>;
   readonly reverted: (id: string, txHash: string, blockNumber: bigint) => Promise<void>;
-  /** Gives the submission back: the same signature (or quota) can be used again. */
-  readonly release: (id: string) => Promise<void>;
+  /**
+   * Gives the submission back: the same signature (or quota) can be used again. `cause`: why (the books that answer a
+   * retry from the row keep it; absent: not known, as an unproven one).
+   */
+  readonly release: (id: string, cause?: ReleaseCause | undefined) => Promise<void>;
+  /**
+   * The rows this book gave back on an unproven cause ({@link UNPROVEN_RELEASES}) since `releasedSinceMs`: the
+   * reconciler still looks their transactions up, never sends them again, and records one found mined (`mined`:
+   * charged after all), and one found reverted or replaced (`reverted`, `release` with its proven cause). Absent: the
+   * book forgets what it gives back (the replay records: the signature is accepted again).
+   */
+  readonly givenBack?: ((releasedSinceMs: number) => Promise<OpenSubmission[]>) | undefined;
   /**
    * Whether what the submission would spend is spent already although its transaction cannot be found (for a
    * delegated attestation: the attester's EAS nonce moved past the signature's); undefined when it cannot be told.

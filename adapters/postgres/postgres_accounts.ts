@@ -11,6 +11,7 @@ import type {
   WriteState,
 } from "../../ports/accounts.ts";
 import type { HexString } from "../../ports/eas.ts";
+import { type ReleaseCause, UNPROVEN_RELEASES } from "../../ports/submissions.ts";
 
 /**
  * Advisory lock spaces (two-key form) of sign-in challenge creation: one lock per client, then one per wallet. The
@@ -77,6 +78,7 @@ const toWrite = (row: Row): WriteRecord => ({
   createdAtMs: num(row.created_at_ms),
   updatedAtMs: num(row.updated_at_ms),
   ...(row.chain_id === null || row.chain_id === undefined ? {} : { chainId: num(row.chain_id) }),
+  ...(row.release_cause == null ? {} : { releaseCause: String(row.release_cause) as ReleaseCause }),
 });
 
 /** Accounts, sign-in challenges and sessions in PostgreSQL; challenge creations counted under per-client and per-wallet advisory locks. */
@@ -196,6 +198,7 @@ export function createPostgresAccountStore(sql: SQL): AccountStore {
 
 /** The sponsored-write quota in PostgreSQL: a reservation under a per-account advisory lock, across every instance. */
 export function createPostgresWriteLedger(sql: SQL): SponsoredWriteLedger {
+  const unproven = () => sql.array([...UNPROVEN_RELEASES], "TEXT");
   const usage = async (db: SQL, accountId: string, year: number) => {
     const [row]: Row[] = await db`
       SELECT COUNT(*) FILTER (WHERE state = 'committed') AS used,
@@ -227,14 +230,24 @@ export function createPostgresWriteLedger(sql: SQL): SponsoredWriteLedger {
       await sql`UPDATE sponsored_writes SET state = 'broadcast', updated_at_ms = ${nowMs}
                 WHERE id = ${id} AND state IN ('reserved', 'signed')`;
     },
+    // A write given back on an unproven cause is charged once found mined (it landed after all); a proven one never is.
     async commit(id, outcome, nowMs) {
       await sql`UPDATE sponsored_writes SET state = 'committed', tx_hash = ${outcome.txHash}, uid = ${outcome.uid},
                        block_number = ${outcome.blockNumber.toString()}, updated_at_ms = ${nowMs}
-                 WHERE id = ${id} AND state IN ('reserved', 'signed', 'broadcast')`;
+                 WHERE id = ${id} AND (state IN ('reserved', 'signed', 'broadcast')
+                       OR (state = 'released' AND release_cause = ANY(${unproven()})))`;
     },
-    async release(id, nowMs) {
-      await sql`UPDATE sponsored_writes SET state = 'released', updated_at_ms = ${nowMs}
-                WHERE id = ${id} AND state IN ('reserved', 'signed', 'broadcast')`;
+    // An open write is given back with its cause; one given back unproven takes a proven cause found later.
+    async release(id, nowMs, cause) {
+      const proven = cause !== undefined && !UNPROVEN_RELEASES.includes(cause);
+      await sql`UPDATE sponsored_writes SET state = 'released', release_cause = ${cause ?? null}, updated_at_ms = ${nowMs}
+                WHERE id = ${id} AND (state IN ('reserved', 'signed', 'broadcast')
+                      OR (${proven ? 1 : 0} = 1 AND state = 'released' AND release_cause = ANY(${unproven()})))`;
+    },
+    async givenBackUnproven(releasedSinceMs) {
+      const rows: Row[] = await sql`SELECT * FROM sponsored_writes WHERE release_cause = ANY(${unproven()}) AND state = 'released'
+                                     AND updated_at_ms >= ${releasedSinceMs} ORDER BY updated_at_ms, id`;
+      return rows.map(toWrite);
     },
     async unsettled(createdBeforeMs) {
       const rows: Row[] = await sql`SELECT * FROM sponsored_writes WHERE state IN ('reserved', 'signed', 'broadcast')

@@ -1,5 +1,9 @@
 /** What SQLite and PostgreSQL share for the accounts store: its tables (accounts, challenges, sessions, sponsored writes). */
+import { UNPROVEN_RELEASES } from "../../ports/submissions.ts";
 import type { SqlWords, TableGroup } from "./schema.ts";
+
+/** The unproven causes of a release as a SQL list (`'silence', 'lost'`), for `release_cause IN (…)`. */
+export const UNPROVEN_RELEASE_LIST = UNPROVEN_RELEASES.map((cause) => `'${cause}'`).join(", ");
 
 /** Accounts, sign-in challenges, sessions and the sponsored-write quota's rows. */
 export function accountTables(w: SqlWords): TableGroup {
@@ -61,6 +65,8 @@ export function accountTables(w: SqlWords): TableGroup {
       ["sessions", "execution_mode", "TEXT"],
       // Who asked for a sign-in challenge: creations are rate-limited per client and per wallet (decisions §15).
       ["challenges", "client_key", "TEXT"],
+      // Why a sponsored write was given back (ports/submissions.ts ReleaseCause); NULL: open, or released before.
+      ["sponsored_writes", "release_cause", "TEXT"],
     ],
     after: [
       `CREATE INDEX IF NOT EXISTS challenges_client ON challenges (client_key, created_at_ms)`,
@@ -68,6 +74,8 @@ export function accountTables(w: SqlWords): TableGroup {
       // Whether a client holds one of a wallet's challenges of the window, and its live cap for the wallet, read one
       // client's rows of it: by this index, a creation's work does not grow with how many other clients asked.
       `CREATE INDEX IF NOT EXISTS challenges_wallet_client ON challenges (address, client_key, created_at_ms)`,
+      // The writes given back on an unproven cause within the reconciler's watch, read each round without the others.
+      `CREATE INDEX IF NOT EXISTS sponsored_writes_release_cause ON sponsored_writes (release_cause, updated_at_ms)`,
     ],
   };
 }

@@ -11,6 +11,8 @@ import type {
   WriteState,
 } from "../../ports/accounts.ts";
 import type { HexString } from "../../ports/eas.ts";
+import { type ReleaseCause, UNPROVEN_RELEASES } from "../../ports/submissions.ts";
+import { UNPROVEN_RELEASE_LIST } from "../sql/accounts.ts";
 
 type AccountRow = { id: string; address: string; plan: string; created_at_ms: number; display_name: string | null };
 type ChallengeRow = {
@@ -45,6 +47,7 @@ type WriteRow = {
   wallet: string | null;
   tx_nonce: number | null;
   chain_id?: number | null;
+  release_cause?: string | null;
   created_at_ms: number;
   updated_at_ms: number;
 };
@@ -93,6 +96,7 @@ const toWrite = (row: WriteRow): WriteRecord => ({
   createdAtMs: row.created_at_ms,
   updatedAtMs: row.updated_at_ms,
   ...(row.chain_id === null || row.chain_id === undefined ? {} : { chainId: Number(row.chain_id) }),
+  ...(row.release_cause == null ? {} : { releaseCause: row.release_cause as ReleaseCause }),
 });
 
 /** Accounts, challenges and sessions in the service's SQLite file. */
@@ -251,13 +255,22 @@ export function createSqliteWriteLedger(db: Database): SponsoredWriteLedger {
   const sent = db.query(
     "UPDATE sponsored_writes SET state = 'broadcast', updated_at_ms = ? WHERE id = ? AND state IN ('reserved', 'signed')",
   );
+  // A write given back on an unproven cause is charged once found mined (it landed after all); a proven one never is.
   const commit = db.query(
     `UPDATE sponsored_writes SET state = 'committed', tx_hash = $txHash, uid = $uid, block_number = $blockNumber,
             updated_at_ms = $nowMs
-      WHERE id = $id AND state IN ('reserved', 'signed', 'broadcast')`,
+      WHERE id = $id AND (state IN ('reserved', 'signed', 'broadcast')
+            OR (state = 'released' AND release_cause IN (${UNPROVEN_RELEASE_LIST})))`,
   );
+  // An open write is given back with its cause; one given back unproven takes a proven cause found later.
   const release = db.query(
-    "UPDATE sponsored_writes SET state = 'released', updated_at_ms = ? WHERE id = ? AND state IN ('reserved', 'signed', 'broadcast')",
+    `UPDATE sponsored_writes SET state = 'released', release_cause = $cause, updated_at_ms = $nowMs
+      WHERE id = $id AND (state IN ('reserved', 'signed', 'broadcast')
+            OR ($proven = 1 AND state = 'released' AND release_cause IN (${UNPROVEN_RELEASE_LIST})))`,
+  );
+  const givenBackUnproven = db.query<WriteRow, [number]>(
+    `SELECT * FROM sponsored_writes WHERE release_cause IN (${UNPROVEN_RELEASE_LIST}) AND state = 'released' AND updated_at_ms >= ?
+      ORDER BY updated_at_ms, id`,
   );
   const unsettled = db.query<WriteRow, [number]>(
     `SELECT * FROM sponsored_writes WHERE state IN ('reserved', 'signed', 'broadcast') AND created_at_ms < ?
@@ -297,11 +310,13 @@ export function createSqliteWriteLedger(db: Database): SponsoredWriteLedger {
       commit.run({ id, txHash: outcome.txHash, uid: outcome.uid, blockNumber: outcome.blockNumber.toString(), nowMs });
       return Promise.resolve();
     },
-    release(id, nowMs) {
-      release.run(nowMs, id);
+    release(id, nowMs, cause) {
+      const proven = cause !== undefined && !UNPROVEN_RELEASES.includes(cause);
+      release.run({ id, nowMs, cause: cause ?? null, proven: proven ? 1 : 0 });
       return Promise.resolve();
     },
     unsettled: (createdBeforeMs) => Promise.resolve(unsettled.all(createdBeforeMs).map(toWrite)),
+    givenBackUnproven: (releasedSinceMs) => Promise.resolve(givenBackUnproven.all(releasedSinceMs).map(toWrite)),
     find(id) {
       const row = find.get(id);
       return Promise.resolve(row === null ? undefined : toWrite(row));

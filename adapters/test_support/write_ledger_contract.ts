@@ -65,4 +65,38 @@ export function writeLedgerContract(open: () => Promise<Storage>) {
     await ledger.commit(id, { txHash: "0xtx402", uid: "0xu402", blockNumber: 9n }, 4);
     expect(await ledger.usage(payer, 2026)).toEqual({ used: 1, reserved: 0 });
   });
+  test("a write given back keeps why; one given back on a cause that proves nothing is listed for the reconciler's look, charged if mined after all, and takes a proven cause found later", async () => {
+    const { accounts, ledger } = await open();
+    const { account } = await accounts.findOrCreateAccount(fresh("0xg"), fresh("acct"), 0);
+    const [silent, refused, legacy, proven] = [fresh("gs"), fresh("gr"), fresh("gl"), fresh("gp")];
+    for (const [i, id] of [silent, refused, legacy, proven].entries()) {
+      expect(await ledger.reserve({ id, accountId: account.id, year: 2026, fingerprint: id, createdAtMs: 1 }, 10)).toBe(true);
+      expect(await ledger.markSigned(id, signedTx(`0x${id}`, i), 2)).toBe(true);
+      await ledger.markSent(id, 3);
+    }
+    await ledger.release(silent, 10, "silence");
+    await ledger.release(refused, 10, "refused");
+    // No cause (released before causes were kept): not known why, so never listed and never charged after.
+    await ledger.release(legacy, 10);
+    await ledger.release(proven, 10, "lost");
+    expect(await ledger.find(silent)).toMatchObject({ state: "released", releaseCause: "silence", updatedAtMs: 10 });
+    expect((await ledger.find(legacy))?.releaseCause).toBeUndefined();
+    const listed = async (sinceMs: number) => (await ledger.givenBackUnproven(sinceMs)).filter((w) => w.accountId === account.id).map((w) => w.id).sort();
+    expect(await listed(10)).toEqual([silent, proven].sort());
+    expect(await listed(11)).toEqual([]);
+    // Found reverted: proven, no longer listed; a proven cause never goes back to an unproven one.
+    await ledger.release(proven, 20, "reverted");
+    await ledger.release(refused, 20, "silence");
+    expect([(await ledger.find(proven))?.releaseCause, (await ledger.find(refused))?.releaseCause]).toEqual(["reverted", "refused"]);
+    expect(await listed(0)).toEqual([silent]);
+    // Mined after all: charged; one given back on a proven cause (or none known) is never committed.
+    for (const id of [silent, refused, legacy, proven]) await ledger.commit(id, { txHash: `0x${id}`, uid: null, blockNumber: 5n }, 30);
+    expect(await ledger.find(silent)).toMatchObject({ state: "committed", blockNumber: 5n, releaseCause: "silence" });
+    expect([(await ledger.find(refused))?.state, (await ledger.find(legacy))?.state, (await ledger.find(proven))?.state]).toEqual(["released", "released", "released"]);
+    expect(await ledger.usage(account.id, 2026)).toEqual({ used: 1, reserved: 0 });
+    expect(await listed(0)).toEqual([]);
+    // A committed write is never released again, whatever the cause.
+    await ledger.release(silent, 40, "reverted");
+    expect((await ledger.find(silent))?.state).toBe("committed");
+  });
 }

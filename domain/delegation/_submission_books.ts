@@ -34,13 +34,19 @@ export function replayBook(replay: ReplayStore, chainId: number, eas?: EasReader
       })),
     mined: (key, { txHash, uid, blockNumber }) => replay.finish(chainId, key, { state: "mined", txHash, uid, blockNumber }),
     reverted: (key, txHash, blockNumber) => replay.finish(chainId, key, { state: "reverted", txHash, blockNumber }),
+    // A released record is forgotten whatever the cause: its signature is accepted again (decisions §15). Every relay
+    // record stores its bytes with a deadline (required ahead of the clock), so only `lost` (a record stored with its hash
+    // only, by a version before bytes were stored) is released unproven here.
     release: (key) => replay.release(chainId, key),
   };
 }
 
 /**
  * The sponsored writes (the witness's and the private relay's) as a book: mined is charged, reverted and released are
- * given back. With `chain` (several chains, decisions §30), the book holds the rows written on that chain only; a row
+ * given back, each with its cause (a retry under the write's `Idempotency-Key` is told it failed only on a proven one,
+ * domain/witness `createWitnessResume`). A write given back on an unproven cause (`silence`, `lost`) is still listed
+ * (`givenBack`) for the reconciler to look up: charged if it lands after all, its cause proven if it reverts or its
+ * nonce is taken. With `chain` (several chains, decisions §30), the book holds the rows written on that chain only; a row
  * that names no chain (written before rows kept it) is the default chain's. With `spends` (the replay records and the
  * chain's EAS reader), a private relay write whose transaction the node cannot show while its nonce is passed is
  * charged, not given back, when the attesters' EAS nonces moved past its signatures' (as the replay book reads them).
@@ -68,8 +74,16 @@ export function witnessBook(
         txHash: w.txHash,
         createdAtMs: w.createdAtMs,
       })),
+    givenBack: async (releasedSinceMs) =>
+      (await ledger.givenBackUnproven(releasedSinceMs)).filter(ours).map((w) => ({
+        id: w.id,
+        state: "sent" as const,
+        tx: w.tx,
+        txHash: w.txHash,
+        createdAtMs: w.createdAtMs,
+      })),
     mined: (id, { txHash, uid, blockNumber }) => ledger.commit(id, { txHash, uid, blockNumber }, clock.nowMs()),
-    reverted: (id) => ledger.release(id, clock.nowMs()),
-    release: (id) => ledger.release(id, clock.nowMs()),
+    reverted: (id) => ledger.release(id, clock.nowMs(), "reverted"),
+    release: (id, cause) => ledger.release(id, clock.nowMs(), cause),
   };
 }

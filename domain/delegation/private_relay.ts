@@ -285,7 +285,8 @@ export function createPrivateRelay(deps: PrivateRelayDeps) {
     );
     if (!reserved) return limitExceeded();
     return {
-      release: () => deps.ledger.release(id, deps.clock.nowMs()),
+      // Called only when nothing was broadcast (or the node refused it): nothing of it can land.
+      release: () => deps.ledger.release(id, deps.clock.nowMs(), "unsent"),
       onSigned: async (tx) => {
         if (!(await deps.ledger.markSigned(id, tx, deps.clock.nowMs()))) throw new Error("The reservation was released before sending");
       },

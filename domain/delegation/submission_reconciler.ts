@@ -20,6 +20,9 @@
  *   the first such round; a restart counts again, the safe way); one whose signatures carry a deadline, only once the
  *   chain proves it can never land (`_signed_deadline.ts`: a block past the deadline with its nonce still free; on a
  *   chain that mines on demand, its node's next block once the head stood still);
+ * - each release says why (`ReleaseCause`): the silence and a hash-only row the node does not know prove nothing, and
+ *   a book that keeps such rows (the sponsored writes) has them looked up for a day after (`_given_back_watch.ts`):
+ *   charged if mined after all, proven if reverted or replaced;
  * - an RPC failure: left for the next round;
  * - still pending (held by the node, nonce free) after `bumpAfterMs` since it (or its last replacement) was
  *   signed: a replacement with the same nonce and fees raised at least 12.5% (and to the market's) is signed,
@@ -31,10 +34,11 @@
  */
 import type { Clock } from "../../ports/clock.ts";
 import type { HexString } from "../../ports/eas.ts";
-import type { OpenSubmission, SignedTx, SubmissionBook, TxStatusReader } from "../../ports/submissions.ts";
+import type { OpenSubmission, ReleaseCause, SignedTx, SubmissionBook, TxStatusReader } from "../../ports/submissions.ts";
 import type { TxReplacement, TxReplacementStore } from "../../ports/tx_replacements.ts";
 import type { Logger } from "../../ports/logger.ts";
 import { type DeadlinePassed, deadlineWatch, signedDeadline } from "./_signed_deadline.ts";
+import { GIVEN_BACK_WATCH_MS, givenBackRows, watchGivenBack } from "./_given_back_watch.ts";
 
 // The books the reconciler settles, kept beside it so this file keeps to the reconciling.
 export { REPLAY_BOOK, replayBook, witnessBook } from "./_submission_books.ts";
@@ -137,10 +141,13 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
     // wait in the node's pool behind the gap (and be left open this round) while the lower one is settled.
     const rows = (await Promise.all(deps.books.map(async (book) => (await book.open(now - graceMs + 1)).map((row) => ({ book, row }))))).flat();
     rows.sort((a, b) => (a.row.tx?.nonce ?? Number.MAX_SAFE_INTEGER) - (b.row.tx?.nonce ?? Number.MAX_SAFE_INTEGER));
+    // Listed before this round releases anything: a row it gives back is looked up from the next round on.
+    const givenBack = await givenBackRows(deps.books, now - GIVEN_BACK_WATCH_MS);
     const deadlinePassed = deadlines.round(now);
     const round: Reconciling = { report, bumped: new Map(), deps, record, now, silentSince, deadlinePassed };
     try {
       for (const { book, row } of rows) await settle(round, book, row);
+      for (const { book, row } of givenBack) await watchGivenBack({ ...deps, record, report }, book, row);
     } finally {
       // Rows no longer listed (settled by another instance, or in an earlier round) are forgotten, also after a round
       // that failed part way: a row it did not reach counts again from its next silent round.
@@ -226,16 +233,17 @@ type Txs = { readonly latest: SignedTx | null; readonly latestHash: string; read
 /** A row's key in {@link Reconciling.silentSince}. */
 const silentKey = (book: SubmissionBook, row: OpenSubmission) => `${book.name}/${row.id}`;
 
-async function release(round: Reconciling, book: SubmissionBook, row: OpenSubmission) {
+/** Gives a row back with why (a proven cause, or `silence` / `lost`, which prove nothing: see `givenBack`). */
+async function release(round: Reconciling, book: SubmissionBook, row: OpenSubmission, cause: ReleaseCause) {
   round.silentSince.delete(silentKey(book, row));
-  await book.release(row.id);
+  await book.release(row.id, cause);
   round.report.released++;
 }
 
 /** Settles one open submission as the chain finds its transactions (mined, reverted, gone, pending). */
 async function settle(round: Reconciling, book: SubmissionBook, row: OpenSubmission): Promise<void> {
   const { deps, record, report } = round;
-  if (row.txHash === null) return await release(round, book, row);
+  if (row.txHash === null) return await release(round, book, row, "unsent");
   const replacements = row.tx === null || deps.replacements === undefined ? [] : await deps.replacements.list(book.name, deps.chainId, row.id);
   // The newest replacement is the transaction the node should hold; the ones before it may still be the one mined.
   const latest = replacements.at(-1)?.tx ?? row.tx;
@@ -301,7 +309,7 @@ async function settleReplaced(round: Reconciling, book: SubmissionBook, row: Ope
     round.report.mined++;
     return;
   }
-  return await release(round, book, row);
+  return await release(round, book, row, "replaced");
 }
 
 /** The node does not know the newest transaction: it is sent again, or released once lost for long enough. */
@@ -310,7 +318,7 @@ async function settleNotFound(round: Reconciling, book: SubmissionBook, row: Ope
   const { latest, latestHash } = txs;
   const rebroadcast = deps.txStatus.rebroadcast;
   if (latest === null || rebroadcast === undefined) {
-    if (now - row.createdAtMs >= deps.lostAfterMs) return await release(round, book, row);
+    if (now - row.createdAtMs >= deps.lostAfterMs) return await release(round, book, row, "lost");
     report.open++;
     return;
   }
@@ -318,7 +326,7 @@ async function settleNotFound(round: Reconciling, book: SubmissionBook, row: Ope
   if (sent === "refused") {
     // A replacement the node refused may leave an earlier transaction of ours in its pool, or mined.
     if ((await earlier(round, book, row, txs.superseded)) !== "none") return;
-    return await release(round, book, row);
+    return await release(round, book, row, "refused");
   }
   const key = silentKey(book, row);
   if (sent === "rpc-error") {
@@ -331,7 +339,7 @@ async function settleNotFound(round: Reconciling, book: SubmissionBook, row: Ope
     const deadline = signedDeadline(latest.raw);
     if (deadline === undefined ? now - since >= deps.lostAfterMs : await round.deadlinePassed({ key, tx: latest, deadline })) {
       if ((await earlier(round, book, row, txs.superseded)) !== "none") return;
-      return await release(round, book, row);
+      return await release(round, book, row, deadline === undefined ? "silence" : "deadline");
     }
     report.open++;
     return;

@@ -968,3 +968,98 @@ describe("a lost transaction carrying a signed deadline, whose resends get no ve
     expect(JSON.stringify(lines)).not.toContain("0xsignature");
   });
 });
+
+describe("writes given back on a cause that proves nothing (found in review)", () => {
+  const DAY_MS = 24 * 60 * 60_000;
+  /** A witness write signed and sent at 0; its stored bytes carry no deadline. */
+  const sentWrite = async (ledger: ReturnType<typeof fakeWriteLedger>, id: string, nonce: number) => {
+    await ledger.reserve({ id, accountId: "a", year: 2026, fingerprint: id, createdAtMs: 0 }, 100);
+    await ledger.markSigned(id, tx(id, nonce), 0);
+    await ledger.markSent(id, 0);
+  };
+  /** Every resend of a stored transaction gets no verdict, but the ones named here, refused. */
+  const chainRefusing = (refused: readonly string[], statuses: Record<string, TxStatus> = {}) => {
+    const chain = fakeChain(statuses, "rpc-error");
+    chain.rebroadcast = (signed: SignedTx) => {
+      chain.rebroadcasts.push(signed.txHash);
+      return Promise.resolve(refused.includes(signed.txHash) ? "refused" : "rpc-error");
+    };
+    return chain;
+  };
+  const causes = (ledger: ReturnType<typeof fakeWriteLedger>) => Object.fromEntries([...ledger.writes.values()].map((w) => [w.id, [w.state, w.releaseCause]]));
+
+  test("each write is given back with why: its bytes refused, its nonce taken or nothing signed prove it cannot land; the silence and a hash-only row's loss prove nothing", async () => {
+    const clock = fakeClock(1_000_000);
+    const ledger = fakeWriteLedger();
+    await sentWrite(ledger, "silent", 0);
+    await sentWrite(ledger, "refused", 1);
+    await sentWrite(ledger, "replaced", 2);
+    await ledger.reserve({ id: "unsigned", accountId: "a", year: 2026, fingerprint: "u", createdAtMs: 0 }, 100);
+    await ledger.reserve({ id: "lost", accountId: "a", year: 2026, fingerprint: "l", createdAtMs: 0 }, 100);
+    ledger.writes.set("lost", { ...ledger.writes.get("lost")!, state: "broadcast", txHash: "0xlost" });
+    const chain = chainRefusing(["0xrefused"], { "0xreplaced": { status: "replaced" } });
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
+    expect(await reconcile()).toMatchObject({ released: 4, open: 1 });
+    clock.set(1_600_000);
+    expect(await reconcile()).toMatchObject({ released: 1, open: 0 });
+    // Before, a release kept no cause: a retry under the write's key was told "nothing of it was written" for each.
+    expect(causes(ledger)).toEqual({
+      silent: ["released", "silence"],
+      refused: ["released", "refused"],
+      replaced: ["released", "replaced"],
+      unsigned: ["released", "unsent"],
+      lost: ["released", "lost"],
+    });
+  });
+
+  test("a witness given back for its silence is still looked up by hash, never sent again, and charged once it lands", async () => {
+    const clock = fakeClock(1_000_000);
+    const ledger = fakeWriteLedger();
+    await sentWrite(ledger, "silent", 0);
+    const chain = chainRefusing([]);
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    await reconcile();
+    clock.set(1_600_000);
+    expect(await reconcile()).toMatchObject({ released: 1 });
+    expect(await ledger.usage("a", 2026)).toEqual({ used: 0, reserved: 0 });
+    clock.set(2_000_000);
+    expect(await reconcile()).toEqual({ mined: 0, reverted: 0, released: 0, rebroadcast: 0, bumped: 0, open: 0 });
+    // It landed after all (sent through a backend that never answered): decisions §15 charges a mined witness. Before,
+    // a write released for its silence was never asked about again.
+    chain.statuses["0xsilent"] = { status: "success", blockNumber: 40n, uid: `0x${"4".repeat(64)}` };
+    clock.set(3_000_000);
+    expect(await reconcile()).toMatchObject({ mined: 1, released: 0 });
+    expect(await ledger.find("silent")).toMatchObject({ state: "committed", txHash: "0xsilent", uid: `0x${"4".repeat(64)}`, blockNumber: 40n });
+    expect(await ledger.usage("a", 2026)).toEqual({ used: 1, reserved: 0 });
+    expect(chain.rebroadcasts).toEqual(["0xsilent", "0xsilent"]);
+    // Settled: no longer looked up.
+    expect(await reconcile()).toMatchObject({ mined: 0 });
+  });
+
+  test("found reverted or its nonce taken, the silence's release is proven; a proven one is never looked up, nor an unproven one past a day", async () => {
+    const clock = fakeClock(1_000_000);
+    const ledger = fakeWriteLedger();
+    for (const [i, id] of ["reverts", "replaced", "refused", "late"].entries()) await sentWrite(ledger, id, i);
+    const chain = chainRefusing(["0xrefused"]);
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    await reconcile();
+    clock.set(1_600_000);
+    expect(await reconcile()).toMatchObject({ released: 3 });
+    chain.statuses["0xreverts"] = { status: "reverted", blockNumber: 41n };
+    chain.statuses["0xreplaced"] = { status: "replaced" };
+    // A transaction proven never to land by its refusal is not asked about: the chain's word here is never read.
+    chain.statuses["0xrefused"] = { status: "success", blockNumber: 41n, uid: null };
+    expect(await reconcile()).toMatchObject({ mined: 0, reverted: 1 });
+    expect(causes(ledger)).toEqual({
+      reverts: ["released", "reverted"],
+      replaced: ["released", "replaced"],
+      refused: ["released", "refused"],
+      late: ["released", "silence"],
+    });
+    // Past the day an Idempotency-Key lives, the last unproven one is no longer looked up: it stays given back.
+    chain.statuses["0xlate"] = { status: "success", blockNumber: 42n, uid: null };
+    clock.set(1_600_000 + DAY_MS + 1);
+    expect(await reconcile()).toMatchObject({ mined: 0 });
+    expect(causes(ledger).late).toEqual(["released", "silence"]);
+  });
+});

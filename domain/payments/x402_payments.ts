@@ -236,9 +236,11 @@ export type PaidResumeOutcome<T> = { readonly kind: "run" } | Exclude<PaidCallOu
  * as it was, never settled twice; one that failed gives the payment back.
  *
  * The same holds for a request answered 503 `OUTCOME_UNKNOWN` whose answer was kept (its payment `work_unknown`), when
- * its retry takes the key back: a write that failed since (reverted, or given back by the reconciler) forgets the
- * payment as a first request's failed write does, so its authorization may be used again (under a new key) or the
- * payer pays afresh. Before, it stayed `work_unknown` for good: nothing settled, its nonce refused as used.
+ * its retry takes the key back: a write that failed since (reverted, or given back by the reconciler on a cause that
+ * proves nothing of it can land) forgets the payment as a first request's failed write does, so its authorization may
+ * be used again (under a new key) or the payer pays afresh. A write whose outcome is still unknown (on its way, or given
+ * back for its silence alone: it may still land) keeps the payment `work_unknown`. Before, it stayed `work_unknown`
+ * for good: nothing settled, its nonce refused as used.
  */
 export function createPaidResume(deps: PaidCallDeps) {
   return async function paidResume<T>(
@@ -253,6 +255,10 @@ export function createPaidResume(deps: PaidCallDeps) {
       if (record.state === "reserved" || record.state === "work_unknown") await deps.payments.release(payment.key);
       return { kind: "run" };
     }
+    // Work not done never answers a settlement: a payment under the key that was worked, settled or failed to settle
+    // is another write's (this one's authorization was given back and paid again under another key), left as it is.
+    // Before, the retry kept this write's failure with a PAYMENT-RESPONSE naming that other write's settlement.
+    if (!done.done && record.state !== "reserved" && record.state !== "work_unknown") return { kind: "not-done", value: done.value };
     if (record.state === "settled") return { kind: "settled", value: done.value, transaction: record.settlementTx ?? "" };
     if (record.state === "settle_failed") return { kind: "unsettled", value: done.value, reason: record.failureReason ?? "invalid_payment" };
     deps.metrics?.increment("ats_x402_payments_total", { purpose: payment.purpose, outcome: "resumed" });

@@ -368,3 +368,31 @@ describe("createPaidResume() of a payment kept `work_unknown` (a kept 503 OUTCOM
     expect(nothing.payments.rows.has(payment.key)).toBe(false);
   });
 });
+
+describe("createPaidResume() of work not done, the payment under its key another write's (found in review)", () => {
+  const payment = { key: reservation().key, payer: "0xP", purpose: "witness" as const };
+  const never = () => Promise.reject(new Error("settled a write not done"));
+  // This write was given back and its payment forgotten; the payer paid another write with the same authorization,
+  // under another key, which went on to these states.
+  const paidAgain = async (state: "worked" | "settled" | "settle_failed") => {
+    const payments = fakePayments();
+    await payments.reserve({ ...reservation(), createdAtMs: 0 });
+    await payments.worked(payment.key, "0xother", 0);
+    if (state === "settled") await payments.settled(payment.key, "0xothersettlement", 0);
+    if (state === "settle_failed") await payments.settleFailed(payment.key, "facilitator_unavailable", 0);
+    return { payments, resume: createPaidResume({ payments, clock, metrics }) };
+  };
+
+  test("failed or unknown, it answers its own failure: never the other write's settlement, the payment left as it stands", async () => {
+    for (const state of ["worked", "settled", "settle_failed"] as const) {
+      for (const done of [{ done: false as const, value: "500" }, { done: false as const, value: "503", unknown: true, ref: "0xmine" }]) {
+        const { payments, resume } = await paidAgain(state);
+        const before = payments.rows.get(payment.key);
+        // Before: `settled` (a PAYMENT-RESPONSE naming the other write's settlement kept beside this write's failure),
+        // `unsettled`, or (worked) the other write's payment made `work_unknown`.
+        expect(await resume(payment, () => Promise.resolve(done), never)).toEqual({ kind: "not-done", value: done.value });
+        expect(payments.rows.get(payment.key)).toEqual(before);
+      }
+    }
+  });
+});

@@ -144,8 +144,8 @@ export function trackedBook(book: SubmissionBook & { readonly chainId: number },
       await book.reverted(id, txHash, blockNumber);
       await keep(id, (feeBumps) => ({ state: "failed", txHash, error: "SUBMISSION_FAILED", feeBumps }));
     },
-    async release(id) {
-      await book.release(id);
+    async release(id, cause) {
+      await book.release(id, cause);
       await keep(id, (feeBumps) => ({ state: "failed", txHash: null, error: "SUBMISSION_FAILED", feeBumps }));
     },
   };

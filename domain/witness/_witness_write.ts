@@ -162,28 +162,28 @@ export async function confirmAndWrite(deps: ControllerWitnessDeps, request: {
     }
     // (`expired` only answers a submission that asked `stillValid`, which the witness does not: nothing was sent either.)
     if (submission.reason === "not-broadcast" || submission.reason === "expired") {
-      await deps.ledger.release(reservationId, deps.clock.nowMs());
+      await deps.ledger.release(reservationId, deps.clock.nowMs(), "unsent");
       return fail("SUBMISSION_FAILED", "The chain refused the witness transaction; nothing was written or charged");
     }
     if (submission.reason === "reverted") {
-      await deps.ledger.release(reservationId, deps.clock.nowMs());
+      await deps.ledger.release(reservationId, deps.clock.nowMs(), "reverted");
       return fail("SERVER_ERROR", "Witness submission failed", submission.txHash);
     }
     if (submission.reason === "rpc-error") {
       // The wallet's nonce or fees could not be read before signing: nothing sent or charged, RPC_ERROR as for the
       // balance read and the simulation (it was SUBMISSION_FAILED, kept under the Idempotency-Key).
-      await deps.ledger.release(reservationId, deps.clock.nowMs());
+      await deps.ledger.release(reservationId, deps.clock.nowMs(), "unsent");
       return chainSilent();
     }
     if (submission.reason === "nonce-unavailable") {
       // The wallet's shared nonce could not be taken (the storage failed): nothing sent or charged; not the chain's
       // refusal, and an answer that did nothing (500 INTERNAL_ERROR, not kept under an Idempotency-Key).
-      await deps.ledger.release(reservationId, deps.clock.nowMs());
+      await deps.ledger.release(reservationId, deps.clock.nowMs(), "unsent");
       return fail("INTERNAL_ERROR", "The service could not take its wallet's next nonce; nothing was written or charged, and the same request may be sent again");
     }
     if (submission.reason === "signer-unavailable") {
       // Nothing signed or sent (decisions §27): the write goes back and nothing is charged.
-      await deps.ledger.release(reservationId, deps.clock.nowMs());
+      await deps.ledger.release(reservationId, deps.clock.nowMs(), "unsent");
       return {
         ...fail("SIGNER_UNAVAILABLE" as const, "The service's signer is unavailable; nothing was written or charged, and the same request may be sent again"),
         unavailable: true,
@@ -199,6 +199,6 @@ export async function confirmAndWrite(deps: ControllerWitnessDeps, request: {
   } finally {
     // Anything that was not signed gives the write back; a signed transaction is settled above or, if
     // this request ends early, by the reconciler from the stored bytes.
-    if (!signed) await deps.ledger.release(reservationId, deps.clock.nowMs());
+    if (!signed) await deps.ledger.release(reservationId, deps.clock.nowMs(), "unsent");
   }
 }

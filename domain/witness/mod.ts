@@ -9,4 +9,4 @@ export {
   LEGACY_WITNESS_DEPRECATION_HEADER,
   parseWitnessBody,
 } from "./controller_witness.ts";
-export { createWitnessResume, WITNESS_GIVEN_BACK_MESSAGE, WITNESS_WRITE_PREFIX, type WitnessResumed } from "./witness_resume.ts";
+export { createWitnessResume, WITNESS_GIVEN_BACK_MESSAGE, WITNESS_UNKNOWN_MESSAGE, WITNESS_WRITE_PREFIX, type WitnessResumed } from "./witness_resume.ts";

@@ -3,15 +3,24 @@
  * sponsored write's id under its `Idempotency-Key` once the write was reserved; the retry that takes the key over
  * answers from that write instead of writing a second witness: mined, the witness as it was written (read back
  * from the signed transaction); on its way, OUTCOME_UNKNOWN with its transaction (the reconciler settles it); never
- * signed, nothing was written, and the retry runs the witness again. Signed and then given back (the reconciler
- * released it: reverted, its bytes refused, or no word of it for 10 minutes), the write failed: the retry answers so,
- * and never writes again under the key, as a released relay submission is answered (decisions §23: one write a key).
+ * signed, nothing was written, and the retry runs the witness again. Signed and then given back on a cause that
+ * proves nothing of it can land (reverted, refused by the node, its nonce taken by another transaction: ports/submissions.ts
+ * `ReleaseCause`), the write failed: the retry answers so, and never writes again under the key, as a released relay
+ * submission is answered (decisions §23: one write a key). Given back on a cause that proves nothing (no word of its
+ * resends for 10 minutes, a hash-only row the node does not know), it is not known to have failed: the retry is told
+ * the outcome is unknown (503 `OUTCOME_UNKNOWN`), its payment stays `work_unknown`, and the reconciler looks its
+ * transaction up for a day (domain/delegation `_given_back_watch.ts`): once mined, the retry gets the witness; once
+ * reverted or replaced, the failure. A write released before causes were kept is read as unknown too (not looked up).
  * Before, a write given back ran again, and a transaction released for its silence could still land beside the
- * second one; a paid retry met its own payment, kept as `work_unknown`: 409 `PAYMENT_ALREADY_USED`.
+ * second one; a paid retry met its own payment, kept as `work_unknown`: 409 `PAYMENT_ALREADY_USED`. Then (found in
+ * review) every write given back was answered "nothing of it was written" and its payment forgotten, the silence's too:
+ * the payer used the authorization again under a new key, and a first transaction landing later made one payment two
+ * writes, its record gone from `ops payments list`.
  */
 import { decodeFunctionData, parseTransaction } from "viem/utils";
 import type { SponsoredWriteLedger } from "../../ports/accounts.ts";
 import type { HexString } from "../../ports/eas.ts";
+import { UNPROVEN_RELEASES } from "../../ports/submissions.ts";
 import { EAS_ABI } from "../eas_abi.ts";
 import { decodeSchemaData } from "../schema_data.ts";
 import { WITNESS, type WitnessWritten } from "./_types.ts";
@@ -20,8 +29,10 @@ import { WITNESS, type WitnessWritten } from "./_types.ts";
 export type WitnessResumed =
   | { readonly kind: "written"; readonly value: WitnessWritten }
   | { readonly kind: "pending"; readonly txHash: string | null }
-  /** Signed (maybe sent), then given back: nothing of it was written, nor will be under this key. */
+  /** Signed (maybe sent), then given back on a proven cause: nothing of it was written, nor will be under this key. */
   | { readonly kind: "given-back"; readonly txHash: string | null }
+  /** Signed and sent, then given back on a cause that proves nothing: it may still land (looked up for a day). */
+  | { readonly kind: "unknown"; readonly txHash: string | null }
   | { readonly kind: "nothing" };
 
 /**
@@ -29,6 +40,12 @@ export type WitnessResumed =
  * was attested"): the key keeps it, so the witness is asked for again under a new key.
  */
 export const WITNESS_GIVEN_BACK_MESSAGE = "The witness transaction failed; nothing of it was written; send it again under a new key";
+
+/**
+ * The 503 `OUTCOME_UNKNOWN` message of a write given back on a cause that proves nothing (`unknown`): never "failed",
+ * since it may still land; the same key asked later answers the witness if it does.
+ */
+export const WITNESS_UNKNOWN_MESSAGE = "The witness transaction was sent but its outcome is not known: it may still be written; ask again under the same key later";
 
 /** The prefix of the id a witness notes under its key, beside the relays' submission ids. */
 export const WITNESS_WRITE_PREFIX = "witness-write:";
@@ -40,10 +57,14 @@ export function createWitnessResume(deps: { readonly ledger: SponsoredWriteLedge
     const id = noted.slice(WITNESS_WRITE_PREFIX.length);
     const record = await deps.ledger.find(id);
     if (record === undefined) return { kind: "nothing" };
-    if (record.state === "released") return record.tx === null && record.txHash === null ? { kind: "nothing" } : { kind: "given-back", txHash: record.txHash };
+    if (record.state === "released") {
+      if (record.tx === null && record.txHash === null) return { kind: "nothing" };
+      const proven = record.releaseCause !== undefined && !UNPROVEN_RELEASES.includes(record.releaseCause);
+      return { kind: proven ? "given-back" : "unknown", txHash: record.txHash };
+    }
     if (record.state === "reserved") {
       // Died before signing: nothing can land. The reservation goes back so the retry's own is the only one.
-      await deps.ledger.release(id, deps.nowMs());
+      await deps.ledger.release(id, deps.nowMs(), "unsent");
       return { kind: "nothing" };
     }
     if (record.state !== "committed" || record.tx === null || record.blockNumber === null) return { kind: "pending", txHash: record.txHash };

@@ -4,7 +4,7 @@
  * A paid write: the account's sponsored writes with a session or a bearer token, or one x402 payment.
  */
 import { Elysia } from "elysia";
-import { type ControllerWitness, parseWitnessBody, WITNESS_GIVEN_BACK_MESSAGE } from "../../domain/witness/mod.ts";
+import { type ControllerWitness, parseWitnessBody, WITNESS_GIVEN_BACK_MESSAGE, WITNESS_UNKNOWN_MESSAGE } from "../../domain/witness/mod.ts";
 import { authenticateRequest } from "../credentials.ts";
 import { errorBody, json, statusOf } from "../errors.ts";
 import { idempotent, type KeyBegin } from "../idempotency.ts";
@@ -102,14 +102,17 @@ export function witnessRoutes(deps: WitnessRoutesDeps) {
 
   /**
    * What a retry of a request that died, or of one whose kept 503 `OUTCOME_UNKNOWN` is taken back, answers (see
-   * domain/witness createWitnessResume); undefined: nothing was signed, run it again. A write given back is the
-   * relay's failure (500 `SUBMISSION_FAILED`), kept under the key, and a paid one's payment is given back with it.
+   * domain/witness createWitnessResume); undefined: nothing was signed, run it again. A write given back on a proven
+   * cause is the relay's failure (500 `SUBMISSION_FAILED`), kept under the key, and a paid one's payment is given back
+   * with it; one given back on a cause that proves nothing is 503 `OUTCOME_UNKNOWN` (not kept; a kept 503 is kept as
+   * it was), its payment kept `work_unknown`.
    */
   const resumedWitness = async (noted: string): Promise<Response | undefined> => {
     const found = await deps.witnessResume?.(noted);
     if (found === undefined || found.kind === "nothing") return undefined;
     if (found.kind === "written") return json(found.value);
     if (found.kind === "given-back") return json(errorBody("SUBMISSION_FAILED", WITNESS_GIVEN_BACK_MESSAGE, found.txHash ?? undefined), statusOf("SUBMISSION_FAILED"));
+    if (found.kind === "unknown") return json(errorBody("OUTCOME_UNKNOWN", WITNESS_UNKNOWN_MESSAGE, found.txHash ?? undefined), 503);
     return json(errorBody("OUTCOME_UNKNOWN", "The witness transaction was sent but its outcome is not known yet; it will be settled", found.txHash ?? undefined), 503);
   };
 

@@ -254,13 +254,13 @@ async function keptSetUp(paid = false) {
 
 const GIVEN_BACK = "The witness transaction failed; nothing of it was written; send it again under a new key";
 
-describe("a witness answered 503 OUTCOME_UNKNOWN under its Idempotency-Key, its write then given back (decisions §23)", () => {
+describe("a witness answered 503 OUTCOME_UNKNOWN under its Idempotency-Key, its write then given back on a proven cause (decisions §23)", () => {
   test("the retry answers 500 SUBMISSION_FAILED, kept for the key; nothing is written again under it, a new key writes the witness", async () => {
     const { ledger, post, runs } = await keptSetUp();
     expect(await post()).toMatchObject({ status: 503, replayed: null, body: { code: "OUTCOME_UNKNOWN" } });
-    // The reconciler gave the write back (no word of it for 10 minutes): its transaction could still land.
+    // The reconciler gave the write back: the node refused its bytes, nothing of it can land.
     const { txHash } = ledger.writes.get("w1")!;
-    await ledger.release("w1", 0);
+    await ledger.release("w1", 0, "refused");
     const failed = await post();
     expect(failed).toEqual({ status: 500, replayed: "true", body: { error: GIVEN_BACK, code: "SUBMISSION_FAILED", details: txHash }, paid: null });
     // Kept: replayed as it is. Before, the retry ran the witness again under the key (a second write).
@@ -274,7 +274,7 @@ describe("a witness answered 503 OUTCOME_UNKNOWN under its Idempotency-Key, its 
     const { ledger, post, runs, facilitator, record } = await keptSetUp(true);
     expect(await post()).toMatchObject({ status: 503, body: { code: "OUTCOME_UNKNOWN" } });
     expect((await record())?.state).toBe("work_unknown");
-    await ledger.release("w1", 0);
+    await ledger.release("w1", 0, "reverted");
     // Before: 409 PAYMENT_ALREADY_USED, kept for the key's 24 hours, the payment `work_unknown` for good.
     const failed = await post();
     expect(failed).toMatchObject({ status: 500, replayed: "true", body: { error: GIVEN_BACK, code: "SUBMISSION_FAILED" }, paid: null });
@@ -291,11 +291,63 @@ describe("a witness answered 503 OUTCOME_UNKNOWN under its Idempotency-Key, its 
     const { ledger, post, dying, pastLease, runs } = setUp();
     await dying("signed");
     const { txHash } = ledger.writes.get("w1")!;
-    await ledger.release("w1", 0);
+    await ledger.release("w1", 0, "replaced");
     pastLease();
     const failed = await post();
     expect([failed.status, await failed.json()]).toEqual([500, { error: GIVEN_BACK, code: "SUBMISSION_FAILED", details: txHash }]);
     const replayed = await post();
     expect([replayed.status, replayed.headers.get("idempotent-replayed"), runs()]).toEqual([500, "true", 1]);
+  });
+});
+
+describe("a witness answered 503 OUTCOME_UNKNOWN under its Idempotency-Key, its write then given back for its silence alone (found in review)", () => {
+  const UNKNOWN = "The witness transaction was sent but its outcome is not known: it may still be written; ask again under the same key later";
+  const UID = `0x${"ab".repeat(32)}`;
+
+  test("the retry is told the outcome is still unknown (the kept 503 again), never that nothing was written; once found mined, the witness", async () => {
+    const { ledger, post, runs } = await keptSetUp();
+    const first = await post();
+    expect(first).toMatchObject({ status: 503, replayed: null, body: { code: "OUTCOME_UNKNOWN" } });
+    // The reconciler gave the write back for want of any word of it: that proves nothing, the transaction may still land.
+    await ledger.release("w1", 0, "silence");
+    // Before: 500 SUBMISSION_FAILED "nothing of it was written; send it again under a new key", kept for 24 hours.
+    expect(await post()).toEqual({ ...first, replayed: "true" });
+    expect(await post()).toEqual({ ...first, replayed: "true" });
+    // It landed: the reconciler's look at the write charges it, and the retry gets the witness.
+    const { txHash } = ledger.writes.get("w1")!;
+    await ledger.commit("w1", { txHash: txHash!, uid: UID, blockNumber: 9n }, 0);
+    expect(await post()).toMatchObject({ status: 200, replayed: "true", body: { success: true, uid: UID, txHash } });
+    expect(runs()).toBe(1);
+  });
+
+  test("paid: the payment stays `work_unknown` while the write may land (its authorization cannot pay for a second one); settled once found mined", async () => {
+    const { ledger, post, runs, facilitator, record } = await keptSetUp(true);
+    expect(await post()).toMatchObject({ status: 503, body: { code: "OUTCOME_UNKNOWN" } });
+    await ledger.release("w1", 0, "silence");
+    // Before: the payment was forgotten, the payer reused its authorization under a new key, and the first transaction
+    // landing later made one payment two writes, the payment gone from `ops payments list`.
+    expect(await post()).toMatchObject({ status: 503, replayed: "true", body: { code: "OUTCOME_UNKNOWN" }, paid: null });
+    expect([(await record())?.state, facilitator.settlements]).toEqual(["work_unknown", 0]);
+    expect(await post("kept-2")).toMatchObject({ status: 409, body: { code: "PAYMENT_ALREADY_USED" } });
+    const { txHash } = ledger.writes.get("w1")!;
+    await ledger.commit("w1", { txHash: txHash!, uid: UID, blockNumber: 9n }, 0);
+    const answered = await post();
+    expect(answered).toMatchObject({ status: 200, replayed: "true", body: { success: true, txHash } });
+    expect(decodePaymentResponseHeader(answered.paid!)).toMatchObject({ success: true });
+    expect([runs(), facilitator.settlements, (await record())?.state]).toEqual([1, 1, "settled"]);
+  });
+
+  test("a request that died after signing, its write given back for its silence: 503 OUTCOME_UNKNOWN, not kept, never a second write", async () => {
+    const { ledger, post, dying, pastLease, runs } = setUp();
+    await dying("signed");
+    const { txHash } = ledger.writes.get("w1")!;
+    await ledger.release("w1", 0, "silence");
+    pastLease();
+    const unknown = await post();
+    expect([unknown.status, await unknown.json()]).toEqual([503, { error: UNKNOWN, code: "OUTCOME_UNKNOWN", details: txHash }]);
+    pastLease();
+    const again = await post();
+    expect([again.status, again.headers.get("idempotent-replayed"), (await again.json() as { code: string }).code]).toEqual([503, null, "OUTCOME_UNKNOWN"]);
+    expect(runs()).toBe(1);
   });
 });

@@ -1,4 +1,5 @@
 import type * as Accounts from "../accounts.ts";
+import { type ReleaseCause, UNPROVEN_RELEASES } from "../submissions.ts";
 
 /** Accounts, challenges and sessions in memory, with the SQLite store's rules. */
 export function fakeAccountStore() {
@@ -110,6 +111,12 @@ export function fakeWriteLedger() {
     writes.set(id, { ...found, ...change });
     return Promise.resolve(true);
   };
+  // Released on an unproven cause (ports/submissions.ts UNPROVEN_RELEASES): still looked for, charged if it lands.
+  const unproven = (w: Accounts.WriteRecord) => w.state === "released" && w.releaseCause !== undefined && UNPROVEN_RELEASES.includes(w.releaseCause);
+  const unprovenToo = (id: string): readonly Accounts.WriteState[] => {
+    const found = writes.get(id);
+    return found !== undefined && unproven(found) ? [...OPEN_WRITE, "released"] : OPEN_WRITE;
+  };
   const usage = (accountId: string, year: number) => {
     const rows = [...writes.values()].filter((w) => w.accountId === accountId && w.year === year);
     return {
@@ -137,11 +144,17 @@ export function fakeWriteLedger() {
     markSigned: (id: string, tx: import("../eas.ts").SignedTx, nowMs: number) =>
       update(id, ["reserved"], { state: "signed", tx, txHash: tx.txHash, updatedAtMs: nowMs }).then((changed) => changed),
     markSent: (id: string, nowMs: number) => update(id, ["reserved", "signed"], { state: "broadcast", updatedAtMs: nowMs }).then(() => {}),
+    // A write given back on an unproven cause is charged once found mined; one given back on a proven cause never is.
     commit: (id: string, outcome: { txHash: string; uid: string | null; blockNumber: bigint }, nowMs: number) =>
-      update(id, OPEN_WRITE, { state: "committed", ...outcome, updatedAtMs: nowMs }).then(() => {}),
-    release: (id: string, nowMs: number) => update(id, OPEN_WRITE, { state: "released", updatedAtMs: nowMs }).then(() => {}),
+      update(id, unprovenToo(id), { state: "committed", ...outcome, updatedAtMs: nowMs }).then(() => {}),
+    release(id: string, nowMs: number, cause?: ReleaseCause) {
+      const states = cause !== undefined && !UNPROVEN_RELEASES.includes(cause) ? unprovenToo(id) : OPEN_WRITE;
+      return update(id, states, { state: "released", updatedAtMs: nowMs, ...(cause === undefined ? {} : { releaseCause: cause }) }).then(() => {});
+    },
     unsettled: (createdBeforeMs: number) =>
       Promise.resolve([...writes.values()].filter((w) => OPEN_WRITE.includes(w.state) && w.createdAtMs < createdBeforeMs)),
+    givenBackUnproven: (releasedSinceMs: number) =>
+      Promise.resolve([...writes.values()].filter((w) => unproven(w) && w.updatedAtMs >= releasedSinceMs).sort((a, b) => a.updatedAtMs - b.updatedAtMs)),
     find: (id: string) => Promise.resolve(writes.get(id)),
   };
   return ledger satisfies import("../accounts.ts").SponsoredWriteLedger;

@@ -24,7 +24,8 @@ const UID = `0x${"cd".repeat(32)}`;
 const SETTLEMENT = `0x${"5e".repeat(32)}`;
 const quiet = { debug() {}, info() {}, warn() {}, error() {} };
 
-async function setUp() {
+/** `first`: the first request dies once it sent (a crash), or is answered 503 `OUTCOME_UNKNOWN` (its answer kept). */
+async function setUp(first: "dies" | "unknown" = "dies") {
   const { payments } = await openSqliteStorage(":memory:");
   const clock = fakeClock();
   const replay = fakeReplayStore();
@@ -43,8 +44,17 @@ async function setUp() {
     await replay.claim({ key, chainId: 31337, attester: "0xa", nonce: 0n, deadline: 2_000_000_000n, createdAtMs: 1 });
     await options.onSubmitting?.(31337, key);
     sent++;
+    if (first === "unknown") return fail("OUTCOME_UNKNOWN", "The transaction was sent but its outcome is not known yet", TX);
     return await new Promise<never>(() => {});
   }) as never;
+  // Counts the keys taken back from a kept answer (`reopen`), which only the kept 503's retry does.
+  const store = fakeIdempotencyStore();
+  let reopened = 0;
+  const reopen = store.reopen;
+  store.reopen = (...args: Parameters<typeof reopen>) => {
+    reopened++;
+    return reopen(...args);
+  };
   const status = createSubmissionStatus({ records, replay, head: () => Promise.resolve(5n), confirmations: 1 });
   const app = new Elysia().use(privateRelayRoutes({
     sessions: { authenticate: () => Promise.resolve(fail("UNAUTHENTICATED", "No session")) } as never,
@@ -55,13 +65,13 @@ async function setUp() {
     easAddress: `0x${"ee".repeat(20)}`,
     log: quiet,
     payments: gate,
-    idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
+    idempotency: createIdempotency({ store, clock }),
     tracking: { tracker: createSubmissionTracker({ records, random: fakeRandom(), clock }), status, log: quiet },
   }));
   const post = () =>
     app.handle(new Request(URL_PAID, { method: "POST", headers: { "content-type": "application/json", "idempotency-key": "paid-crash", "payment-signature": header }, body: "{}" }));
   const record = () => payments.find(testPaymentKey(header));
-  return { post, clock, replay, key, record, facilitator, sent: () => sent };
+  return { post, clock, replay, key, record, facilitator, sent: () => sent, reopened: () => reopened };
 }
 
 describe("a paid private-relay write that died under its Idempotency-Key (decisions §23 with §13)", () => {
@@ -114,5 +124,28 @@ describe("a paid private-relay write whose payment was kept `work_unknown` (deci
     expect([answered.status, (await answered.json() as { code: string }).code]).toEqual([500, "SUBMISSION_FAILED"]);
     // Before, the payment stayed `work_unknown`: its authorization refused as used, nothing ever settled.
     expect([env.sent(), env.facilitator.settlements, await env.record()]).toEqual([1, 0, undefined]);
+  });
+});
+
+describe("a paid private-relay write answered 503 OUTCOME_UNKNOWN, that answer kept under its Idempotency-Key (decisions §23 with §13)", () => {
+  // The test above reaches `work_unknown` through a dead request's retry (the lease taken over); this one through the
+  // first request's own unknown outcome, kept, and its retries taking the key back (`reopen`).
+  test("its retries take the kept answer back: on its way, the kept 503 again (payment `work_unknown`); once released, the failure kept and the payment forgotten", async () => {
+    const env = await setUp("unknown");
+    const first = await env.post();
+    const kept = await first.json() as { code: string };
+    expect([first.status, kept.code, first.headers.get("idempotent-replayed")]).toEqual([503, "OUTCOME_UNKNOWN", null]);
+    expect((await env.record())?.state).toBe("work_unknown");
+    const again = await env.post();
+    expect([again.status, again.headers.get("idempotent-replayed"), await again.json()]).toEqual([503, "true", kept]);
+    expect([(await env.record())?.state, env.reopened()]).toEqual(["work_unknown", 1]);
+    // The reconciler releases the record: its deadline passed with nothing on chain (a proven cause).
+    await env.replay.release(31337, env.key);
+    const answered = await env.post();
+    expect([answered.status, answered.headers.get("idempotent-replayed"), (await answered.json() as { code: string }).code]).toEqual([500, "true", "SUBMISSION_FAILED"]);
+    expect([env.sent(), env.facilitator.settlements, await env.record(), env.reopened()]).toEqual([1, 0, undefined, 2]);
+    // Kept: replayed as it is, nothing taken back.
+    const replayed = await env.post();
+    expect([replayed.status, env.reopened()]).toEqual([500, 2]);
   });
 });

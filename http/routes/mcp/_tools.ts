@@ -7,7 +7,7 @@
 import { type Static, type TSchema, Type as t } from "@sinclair/typebox";
 import { type ArtifactTrust, INVALID_ARTIFACT_DID_MESSAGE } from "../../../domain/artifact_trust/mod.ts";
 import type { createControllerConfirm } from "../../../domain/discovery/mod.ts";
-import { type ControllerWitness, WITNESS_GIVEN_BACK_MESSAGE, type WitnessResumed } from "../../../domain/witness/mod.ts";
+import { type ControllerWitness, WITNESS_GIVEN_BACK_MESSAGE, WITNESS_UNKNOWN_MESSAGE, type WitnessResumed } from "../../../domain/witness/mod.ts";
 import { type Idempotency, MAX_IDEMPOTENCY_KEY_LENGTH } from "../../../domain/idempotency/mod.ts";
 import { IdentifierList, identifierListRefusal, resolveIdentity } from "../../../domain/identity/mod.ts";
 import type { ListAttestations } from "../../../domain/index/mod.ts";
@@ -325,8 +325,10 @@ function accountTools(deps: McpToolDeps): ToolDefinition[] {
           const found = await deps.witnessResume?.(noted);
           if (found === undefined || found.kind === "nothing") return undefined;
           if (found.kind === "written") return answered(found.value);
-          // Signed and given back: failed, and kept so (never written twice under the key), as on the route.
+          // Signed and given back on a proven cause: failed, and kept so (never written twice under the key), as on the
+          // route; on a cause that proves nothing (no word of it), not known: it may still land.
           if (found.kind === "given-back") return { ok: false, code: "SUBMISSION_FAILED", message: WITNESS_GIVEN_BACK_MESSAGE, details: found.txHash ?? undefined };
+          if (found.kind === "unknown") return { ok: false, code: "OUTCOME_UNKNOWN", message: WITNESS_UNKNOWN_MESSAGE, details: found.txHash ?? undefined };
           return { ok: false, code: "OUTCOME_UNKNOWN", message: "The witness transaction was sent but its outcome is not known yet; it will be settled" };
         };
         return await idempotentTool(deps.idempotency, request, async (onReserved) => {

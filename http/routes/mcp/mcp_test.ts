@@ -663,12 +663,44 @@ describe("request_controller_witness answered OUTCOME_UNKNOWN under its idempote
     expect(await tool.run(args, { clientKey: "c", account })).toEqual(first);
     expect(await tool.run(args, { clientKey: "c", account })).toEqual(first);
     expect(runs).toBe(1);
-    // The reconciler gave the write back (no word of it: it could still land): the retry answers the failure, kept, and
+    // The reconciler gave the write back (reverted: nothing of it can land): the retry answers the failure, kept, and
     // never runs the witness again under the key. Before, it ran again: a second write under one key.
-    await ledger.release("u1", clock.nowMs());
+    await ledger.release("u1", clock.nowMs(), "reverted");
     const failed = await tool.run(args, { clientKey: "c", account });
     expect(failed).toEqual({ ok: false, code: "SUBMISSION_FAILED", message: "The witness transaction failed; nothing of it was written; send it again under a new key", details: ledger.writes.get("u1")!.txHash! });
     expect(await tool.run(args, { clientKey: "c", account })).toEqual(failed);
+    expect(runs).toBe(1);
+  });
+});
+
+describe("request_controller_witness answered OUTCOME_UNKNOWN, its write then given back for its silence alone (found in review)", () => {
+  test("a retry keeps the unknown outcome, never 'nothing of it was written', and never runs the witness again", async () => {
+    const clock = fakeClock();
+    const ledger = fakeWriteLedger();
+    const account = { id: "acc-3", address: "0x00000000000000000000000000000000000000a3", plan: "free", createdAtMs: 0 } as unknown as Account;
+    let runs = 0;
+    const witness = (async (_body: unknown, _session: unknown, options: { onReserved?: (noted: string) => Promise<void> } = {}) => {
+      runs++;
+      await ledger.reserve({ id: `s${runs}`, accountId: account.id, year: 2027, fingerprint: "f", createdAtMs: clock.nowMs() }, 10);
+      await options.onReserved?.(`witness-write:s${runs}`);
+      await ledger.markSigned(`s${runs}`, fakeSignedTx("0x00000000000000000000000000000000000000f1", runs, "e"), clock.nowMs());
+      await ledger.markSent(`s${runs}`, clock.nowMs());
+      return { result: fail("OUTCOME_UNKNOWN", "The witness transaction was sent but its outcome is not known yet; it will be settled", "0xab") };
+    }) as never;
+    const tools = createTools(fakeTools({
+      witness,
+      witnessResume: createWitnessResume({ ledger, nowMs: () => clock.nowMs() }),
+      idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
+    }), { withAccountTools: true });
+    const tool = tools.find((t) => t.name === "request_controller_witness")!;
+    const args = { subjectDid: "did:web:silent.test", controllerDid: "did:pkh:eip155:1:0x00000000000000000000000000000000000000b2", idempotencyKey: "silent-1" };
+    const first = await tool.run(args, { clientKey: "c", account });
+    expect(first).toMatchObject({ ok: false, code: "OUTCOME_UNKNOWN" });
+    // No word of its resends for 10 minutes: given back, which proves nothing (it may still land).
+    await ledger.release("s1", clock.nowMs(), "silence");
+    expect(await tool.run(args, { clientKey: "c", account })).toEqual(first);
+    expect(runs).toBe(1);
+    expect(await tool.run(args, { clientKey: "c", account })).toEqual(first);
     expect(runs).toBe(1);
   });
 });
