@@ -102,7 +102,7 @@ describe.skipIf(skip !== undefined)(`OAUTH_SIGNER rotated on PostgreSQL (a rolli
   });
 });
 
-describe("an OAUTH_SIGNER key revoked by the operator (ops oauth revoke-signer-key): refused and unpublished for good, the instance still on it signs nothing and is not ready", () => {
+describe("an OAUTH_SIGNER key revoked by the operator (ops oauth revoke-signer-key): refused and unpublished for good, the instance still on it signs nothing and shows oauth false on /readyz", () => {
   const stack = restartableService("ats-oauth-revocation-");
   const ops = async (...args: string[]) => {
     const lines: string[] = [];

@@ -12,7 +12,7 @@
  *
  * An operator may revoke a key (`ops oauth revoke-signer-key`: a leaked key, a forgotten instance on a replaced one):
  * each instance stops trusting and publishing it at its next read of the keys (within {@link KEY_RELOAD_MS}), its own
- * key too; an instance whose own signer's key is revoked logs it, signs nothing more and is not ready (docs/signing.md).
+ * key too; an instance whose own signer's key is revoked logs it, signs nothing more and shows `checks.oauth` false on /readyz, not counted in `ready` (docs/signing.md).
  */
 import { calculateJwkThumbprint, errors, exportJWK, generateKeyPair, importJWK, type JWK, jwtVerify, SignJWT } from "jose";
 import type { Clock } from "../../ports/clock.ts";
@@ -68,7 +68,7 @@ export type JoseAccessTokenKeys = AccessTokenKeys & {
   readonly maintain: () => Promise<void>;
   /**
    * Whether this instance's `OAUTH_SIGNER` key was revoked (read again at most every minute): it then signs no token,
-   * and `/readyz` says not ready. False without a signer.
+   * and `/readyz` shows `oauth` false (not counted in `ready`). False without a signer.
    */
   readonly signerRevoked: () => Promise<boolean>;
 };
@@ -272,7 +272,7 @@ function keyCache(store: Pick<OAuthStore, "signingKeys" | "signerKeys">, clock: 
     revokedSigners = revoked;
     if (ownKid !== undefined) {
       const now = isRevoked(ownKid);
-      if (now && !ownRevoked) log?.error("oauth_signer_key_revoked", { kid: ownKid, detail: "OAUTH_SIGNER's key was revoked: this instance signs no access token and is not ready; configure another key" });
+      if (now && !ownRevoked) log?.error("oauth_signer_key_revoked", { kid: ownKid, detail: "OAUTH_SIGNER's key was revoked: this instance signs no access token (its /readyz shows oauth false); configure another key" });
       ownRevoked = now;
     }
   };

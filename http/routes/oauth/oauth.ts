@@ -320,7 +320,7 @@ export const OAUTH_DOCS: readonly RouteDoc[] = [
       400: { description: "{error: invalid_request | invalid_grant | unauthorized_client | unsupported_grant_type | invalid_scope | invalid_target, error_description}" },
       401: { description: "{error: invalid_client}; WWW-Authenticate Basic when Basic was sent" },
       413: TOO_LARGE,
-      500: { description: "{error: server_error}: for one, this instance's OAUTH_SIGNER key was revoked (it signs no token, and its /readyz is 503 with checks.oauth false)" },
+      500: { description: "{error: server_error}: for one, this instance's OAUTH_SIGNER key was revoked (it signs no token; its /readyz shows checks.oauth false, not counted in ready)" },
       503: { description: "{error: temporarily_unavailable}: the OAUTH_SIGNER gave no signature; Retry-After header" },
     },
   },
