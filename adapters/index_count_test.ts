@@ -123,6 +123,8 @@ function countCases(name: string, open: () => Promise<IndexStore>, plan: (store:
         if (s !== null) subjects.set(a.uid.toLowerCase(), s);
       }
       expect(subjects.size).toBe(27);
+      // The rule the subjects follow, kept as the follower keeps it (a store that kept none counts by decoding).
+      expect(await base.resetSubjectsUnless!(subjectOf.rule)).toBe(false);
       // Ingest in two steps, with revocations of 3 (by 12) and 20 (by 31) and the tail after block 250.
       expect(await store.append(undefined, HISTORY.slice(0, 15).map(attested), cp(150n), { attestations: HISTORY.slice(0, 15), subjects })).toBe(true);
       const more = [...HISTORY.slice(15).map(attested), revoked(HISTORY[2]!, 255n), revoked(HISTORY[19]!, 310n)];
@@ -134,8 +136,9 @@ function countCases(name: string, open: () => Promise<IndexStore>, plan: (store:
         const n = await count(q);
         const made = [...calls];
         expect({ q, n }).toEqual({ q, n: await listed(q) });
-        // Statements of the store: the head, the checkpoint, whether a subject is still to fill, the count; nothing read.
-        if (q.subject !== undefined) expect({ q, made }).toEqual({ q, made: ["head", "checkpoint", "unsubjected", "count"] });
+        // Statements of the store: the head, the checkpoint, whether the address's subjects are known, the count, and
+        // whether they still are (a change of rule between them counted forgotten subjects); nothing read.
+        if (q.subject !== undefined) expect({ q, made }).toEqual({ q, made: ["head", "checkpoint", "subjectsKnown", "count", "subjectsKnown"] });
       }
       expect(await count({ subject: SUBJECT })).toBe(25);
       expect(await count({ subject: SUBJECT, revoked: "true" })).toBe(2);
@@ -284,6 +287,7 @@ function hostileCases(name: string, open: () => Promise<IndexStore>, skip?: stri
     test("for every subject a caller can name, the count equals the list's length (tabs, NBSP, U+0000, case, dots, fragments, queries, escapes)", async () => {
       const store = await open();
       const { count, listed, checked } = reads(store);
+      expect(await store.resetSubjectsUnless!(subjectOf.rule)).toBe(false);
       const subjects = new Map<string, string>();
       for (const a of HOSTILE_RECORDS) {
         const s = subjectOf(a);
@@ -318,7 +322,8 @@ function hostileCases(name: string, open: () => Promise<IndexStore>, skip?: stri
         stepBlocks: 100n,
         subjectOf,
       });
-      expect(await step()).toMatchObject({ ok: true, subjectsFilled: 3 });
+      // Only the two v1 stored as naming nobody are forgotten and filled (v2 reads the third as v1 did), at the head.
+      expect(await step()).toMatchObject({ ok: true, subjectsForgotten: 2, subjectsFilled: 2, caughtUp: true });
       expect(await step()).toMatchObject({ ok: true, caughtUp: true });
       expect(await count({ subject: COUNT_SUBJECT })).toBe(3);
       expect(await store.resetSubjectsUnless!(subjectOf.rule)).toBe(false);
@@ -328,3 +333,165 @@ function hostileCases(name: string, open: () => Promise<IndexStore>, skip?: stri
 
 hostileCases("sqlite", () => Promise.resolve(createSqliteIndexStore(db, { chainId: ++nextChain, easAddress: EAS })));
 hostileCases("postgres", async () => await pg.storage().indexStore({ chainId: ++nextChain, easAddress: EAS }), pgSkip);
+
+/**
+ * Keeping stored subjects to the rule (found in review of the v2 reading): a database whose subjects were stored before
+ * rules were kept forgets them all; a change of reading alone forgets only the rows it reads otherwise, a range of the
+ * primary key a step; every step of a refill ingests what is new and completes a poll at the head; a count read while
+ * a change commits decodes; a rule another instance put back is seen at the next step.
+ */
+const V1_RULE = JSON.stringify([[REVIEW_UID, REVIEW.schema]]);
+const COUNT_ADDRESS = hostile(1, COUNT_SUBJECT).recipient;
+/** A follower at `head` (the checkpoint's block), with `chain` for what it reads past it. */
+function followerAt(store: IndexStore, head: bigint, chain: Partial<Parameters<typeof createIndexFollower>[0]["chain"]> = {}) {
+  const never = () => Promise.reject(new Error("no chain read expected"));
+  return createIndexFollower({
+    chain: { head: () => Promise.resolve({ ok: true as const, value: head }), blockHash: (n) => Promise.resolve({ ok: true as const, value: cp(n).blockHash }), events: never, block: never, attestations: never, ...chain },
+    store,
+    startBlock: 0n,
+    confirmations: 0,
+    stepBlocks: 100n,
+    subjectOf,
+  });
+}
+/** 2,500 reviews of SUBJECT, but 500 and 1,500 (the attack's whitespace in a fragment), 20 and 30 (another schema) and 2,400 (a subject over the length). */
+function v1History() {
+  const long = `example.com:${"a".repeat(2_036)}`;
+  const records = Array.from({ length: 2_500 }, (_, i) => i + 1).map((n) =>
+    n === 500 || n === 1_500 ? hostile(n, `${COUNT_SUBJECT}#\tx`) : n === 20 || n === 30 ? record(n, { schema: OTHER_SCHEMA }) : n === 2_400 ? hostile(n, long) : record(n)
+  );
+  // As v1 stored them: '' for the two with whitespace (and the other schema), the long one as v1 named it (2,056 characters).
+  const v1 = new Map<string, string>();
+  for (const a of records) {
+    const n = Number(BigInt(a.uid));
+    if (n === 2_400) v1.set(a.uid.toLowerCase(), `did:web:${long}`);
+    else if (n !== 500 && n !== 1_500 && subjectOf(a) !== null) v1.set(a.uid.toLowerCase(), subjectOf(a)!);
+  }
+  return { records, v1 };
+}
+
+function refillCases(name: string, open: () => Promise<IndexStore>, skip?: string) {
+  describe.skipIf(skip !== undefined)(`stored subjects kept to the rule: ${name}`, () => {
+    test("a database whose subjects were stored before rules were kept (no rule row) forgets them all at the first step: listed 3, counted 3", async () => {
+      const store = await open();
+      const { count, listed, checked } = reads(store);
+      const attack = [COUNT_SUBJECT, `${COUNT_SUBJECT}#\tx`, `${COUNT_SUBJECT}#\u00a0`].map((s, i) => hostile(i + 1, s));
+      const earlier = new Map([[attack[0]!.uid.toLowerCase(), COUNT_SUBJECT]]);
+      expect(await store.append(undefined, attack.map(attested), cp(30n), { attestations: attack, subjects: earlier })).toBe(true);
+      await checked(30n);
+      expect(await listed({ subject: COUNT_SUBJECT })).toBe(3);
+      // No rule kept: the stored subjects follow one no one knows, and the count decodes until they are filled again.
+      expect(await count({ subject: COUNT_SUBJECT })).toBe(3);
+      const step = followerAt(store, 30n);
+      expect(await step()).toMatchObject({ ok: true, subjectsForgotten: 3, subjectsFilled: 3, caughtUp: true });
+      expect(await count({ subject: COUNT_SUBJECT })).toBe(3);
+      expect(await store.subjectsKnown!(COUNT_ADDRESS)).toBe(subjectOf.rule);
+      expect(await store.resetSubjectsUnless!(subjectOf.rule)).toBe(false);
+    });
+
+    test("v1 → v2 forgets only what v1 stored as naming nobody under the schemas and what is over the length, a range of 1,000 rows a step, each step at the head a completed poll", async () => {
+      const store = await open();
+      const { count, listed, checked } = reads(store);
+      const { records, v1 } = v1History();
+      expect(await store.resetSubjectsUnless!(V1_RULE)).toBe(false);
+      expect(await store.append(undefined, records.map(attested), cp(25_000n), { attestations: records, subjects: v1 })).toBe(true);
+      await checked(25_000n);
+      const step = followerAt(store, 25_000n);
+      const steps = [];
+      for (let i = 0; i < 5; i++) {
+        const s = await step();
+        steps.push(s);
+        // Meanwhile the address no forgotten row names counts by its index; the attack's address decodes, right all along.
+        expect(await store.subjectsKnown!(RECIPIENT)).toBe(subjectOf.rule);
+        expect(await count({ subject: COUNT_SUBJECT })).toBe(2);
+        if (!s.ok || s.subjectsPending !== true) break;
+      }
+      // Three ranges (1,000, 1,000 and 500 rows), each step at the head; the rows of the other schema stay as stored.
+      expect(steps.map((s) => s.ok && [s.caughtUp, s.subjectsForgotten, s.subjectsFilled, s.subjectsPending])).toEqual([
+        [true, 1, 1, true],
+        [true, 1, 1, true],
+        [true, 1, 1, undefined],
+      ]);
+      expect(await count({ subject: COUNT_SUBJECT })).toBe(await listed({ subject: COUNT_SUBJECT }));
+      expect(await store.subjectsKnown!(COUNT_ADDRESS)).toBe(subjectOf.rule);
+      expect(await count({ subject: SUBJECT })).toBe(2_495);
+      expect(await store.resetSubjectsUnless!(subjectOf.rule)).toBe(false);
+    });
+
+    test("a refill of every subject (the anchors changed) ingests new blocks at its first step and completes a poll at each step; every count decodes meanwhile", async () => {
+      const store = await open();
+      const { count, listed, checked } = reads(store);
+      const { records } = v1History();
+      expect(await store.resetSubjectsUnless!(createSubjectOf({}).rule)).toBe(false);
+      expect(await store.append(undefined, records.map(attested), cp(25_000n), { attestations: records, subjects: new Map() })).toBe(true);
+      await checked(25_000n);
+      // A block came meanwhile, with a review of SUBJECT.
+      const fresh = record(2_501);
+      const chain = {
+        events: (from: bigint, to: bigint) => Promise.resolve({ ok: true as const, value: { events: from <= 25_010n && 25_010n <= to ? [attested(fresh)] : [], toHash: cp(to).blockHash, toTimestamp: 1_000n + to, toParentHash: cp(to - 1n).blockHash } }),
+        block: (n: bigint) => Promise.resolve({ ok: true as const, value: { blockNumber: n, blockHash: cp(n).blockHash, timestamp: 1_000n + n, parentHash: cp(n - 1n).blockHash } }),
+        attestations: () => Promise.resolve({ ok: true as const, value: [fresh] }),
+      };
+      // The checkpoint's next block is 25,001: the follower reads 25,001–25,010 (its parent's hash is the checkpoint's).
+      const step = followerAt(store, 25_010n, chain);
+      const first = await step();
+      expect(first).toMatchObject({ ok: true, caughtUp: true, ingested: { from: 25_001n, to: 25_010n, events: 1 }, subjectsForgotten: 1_000, subjectsFilled: 1_000, subjectsPending: true });
+      expect(await store.subjectsKnown!(RECIPIENT)).toBeUndefined();
+      expect(await count({ subject: SUBJECT })).toBe(2_496);
+      let steps = 1;
+      for (let s = first; s.ok && s.subjectsPending; steps++) {
+        s = await step();
+        expect(s).toMatchObject({ ok: true, caughtUp: true });
+      }
+      expect(steps).toBe(3);
+      expect(await count({ subject: SUBJECT })).toBe(await listed({ subject: SUBJECT }));
+      expect(await store.subjectsKnown!(RECIPIENT)).toBe(subjectOf.rule);
+    });
+
+    test("a change of rule committed between the count's check and its COUNT: the count reads again and decodes", async () => {
+      const base = await open();
+      expect(await base.resetSubjectsUnless!(subjectOf.rule)).toBe(false);
+      const subjects = new Map(HISTORY.map((a) => [a.uid.toLowerCase(), subjectOf(a) ?? ""]));
+      expect(await base.append(undefined, HISTORY.map(attested), cp(300n), { attestations: HISTORY, subjects })).toBe(true);
+      let raced = false;
+      // Another instance, of other anchors, forgets every subject just before this COUNT.
+      const store: IndexStore = {
+        ...base,
+        async count(filter) {
+          if (filter.subject !== undefined && !raced) {
+            raced = true;
+            await base.resetSubjectsUnless!(createSubjectOf({}).rule);
+            await base.forgetSubjects?.(1_000);
+          }
+          return await base.count(filter);
+        },
+      };
+      const { count, listed, checked } = reads(store);
+      await checked(300n);
+      expect(await count({ subject: SUBJECT })).toBe(await listed({ subject: SUBJECT }));
+      expect(raced).toBe(true);
+    });
+
+    test("a rule an instance of the earlier version put back (its subjects stored again as v1 read them) is seen at the next step, not once a process", async () => {
+      const store = await open();
+      const { count, checked } = reads(store);
+      const attack = [COUNT_SUBJECT, `${COUNT_SUBJECT}#\tx`, `${COUNT_SUBJECT}#\u00a0`].map((s, i) => hostile(i + 1, s));
+      expect(await store.resetSubjectsUnless!(subjectOf.rule)).toBe(false);
+      expect(await store.append(undefined, attack.map(attested), cp(30n), { attestations: attack, subjects: new Map(attack.map((a) => [a.uid.toLowerCase(), COUNT_SUBJECT])) })).toBe(true);
+      await checked(30n);
+      const step = followerAt(store, 30n);
+      expect(await step()).toMatchObject({ ok: true, caughtUp: true });
+      expect(await count({ subject: COUNT_SUBJECT })).toBe(3);
+      // The earlier version restarted: its rule kept and every subject forgotten, then stored again by its reading.
+      await store.resetSubjectsUnless!(V1_RULE);
+      while (store.forgetSubjects !== undefined && !(await store.forgetSubjects(1_000)).done);
+      await store.setSubjects!(attack.map((a, i) => ({ uid: a.uid, subject: i === 0 ? COUNT_SUBJECT : null })));
+      expect(await step()).toMatchObject({ ok: true, caughtUp: true });
+      expect(await count({ subject: COUNT_SUBJECT })).toBe(3);
+      expect(await store.resetSubjectsUnless!(subjectOf.rule)).toBe(false);
+    });
+  });
+}
+
+refillCases("sqlite", () => Promise.resolve(createSqliteIndexStore(db, { chainId: ++nextChain, easAddress: EAS })));
+refillCases("postgres", async () => await pg.storage().indexStore({ chainId: ++nextChain, easAddress: EAS }), pgSkip);

@@ -196,9 +196,10 @@ export function createWriteCatchUp(deps: { follows: () => boolean; indexed: () =
 
 /**
  * A poll of the chain: follower steps until the index holds the head (recorded in the store as a completed poll),
- * at most about a third of the lease at a time so the lease is renewed in between; "more" while a backfill goes on;
- * "behind" when the chain's head was below the index (no completed poll; the next comes one poll interval later, not
- * after a backoff: the node answered, and the chain growing again is the moment a rollback shows as a fork).
+ * at most about a third of the lease at a time so the lease is renewed in between; "more" while a backfill goes on, or
+ * a refill of stored subjects (a poll of one step at the head); "behind" when the chain's head was below the index (no
+ * completed poll; the next comes one poll interval later, not after a backoff: the node answered, and the chain
+ * growing again is the moment a rollback shows as a fork).
  */
 export function createPoll(deps: IndexDeps, state: FollowerState): () => Promise<"done" | "more" | "failed" | "behind"> {
   const { store, clock, log, settings } = deps;
@@ -230,6 +231,7 @@ export function createPoll(deps: IndexDeps, state: FollowerState): () => Promise
       log.warn(s.deepReorg ? "index_deep_reorg" : "index_reorg", { rewoundTo: Number(s.rewoundTo), head: Number(s.head), confirmedTo: Number(s.confirmedTo) });
     }
     if (s.filled !== undefined) log.info("index_records_filled", { attestations: s.filled });
+    if (s.subjectsForgotten !== undefined) log.info("index_subjects_forgotten", { attestations: s.subjectsForgotten });
     if (s.subjectsFilled !== undefined) log.info("index_subjects_filled", { attestations: s.subjectsFilled });
     for (const row of s.outboxSkipped ?? []) {
       // Issue 43: an event that could not be queued is told, and the index goes on.
@@ -262,11 +264,17 @@ export function createPoll(deps: IndexDeps, state: FollowerState): () => Promise
       if (s.caughtUp) {
         const now = clock.nowMs();
         state.behindPolls = 0;
-        await store.checked(now, s.head);
-        state.checkedAtMs = Math.max(state.checkedAtMs ?? 0, now);
-        state.nextPollAt = now + settings.pollMs;
-        for (const listener of state.moved) listener();
-        return "done";
+        // A refill of stored subjects (issue 43) goes on at once, a step at the head after another, each a completed
+        // poll: recorded once a poll interval (and whenever blocks came), so reads stay fresh and kept answers live as
+        // long as on any day. Before, no poll completed until the last row was filled (reads 503 INDEX_STALE).
+        const refilling = s.subjectsPending === true;
+        if (!refilling || s.ingested !== undefined || s.rewoundTo !== undefined || now - (state.checkedAtMs ?? 0) >= settings.pollMs) {
+          await store.checked(now, s.head);
+          state.checkedAtMs = Math.max(state.checkedAtMs ?? 0, now);
+          for (const listener of state.moved) listener();
+        }
+        state.nextPollAt = refilling ? now : now + settings.pollMs;
+        return refilling ? "more" : "done";
       }
       if (state.stopped || clock.nowMs() - startedMs > (settings.leaseSeconds * 1000) / 3) return "more";
     }

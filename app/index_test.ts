@@ -6,6 +6,7 @@ import type { HexString } from "../ports/eas.ts";
 import { fakeClock } from "../ports/fakes/mod.ts";
 import type { Logger } from "../ports/logger.ts";
 import { fail, ok } from "../domain/result.ts";
+import { createSubjectOf, isFresh } from "../domain/index/mod.ts";
 import { wireIndex } from "./index_follower.ts";
 import { HEAD_SIGHTING_MS } from "./_index_follower.ts";
 
@@ -259,5 +260,49 @@ test("wireIndex(): a head below the index is no completed poll; the second such 
   // The count starts again after a completed poll.
   setHead(1_000n);
   expect(await runner.catchUp()).toBe(false);
+  expect(await runner.healthy()).toBe(true);
+});
+
+test("a refill of stored subjects over many steps keeps reads fresh: each step at the head is a completed poll, recorded once a poll interval", async () => {
+  // 3,500 rows whose subjects were stored under other anchors: the follower forgets and fills them, 1,000 a step. Every
+  // head read moves the clock 10 s on, a third of the stall time; reads must never have gone stale meanwhile.
+  const clock = fakeClock(0);
+  const store = createSqliteIndexStore(openSqlite(":memory:"), { chainId: 31337, easAddress: "0x0000000000000000000000000000000000000001" });
+  const rows = Array.from({ length: 3_500 }, (_, i) => BigInt(i + 1)).map((n) => ({
+    uid: hash(n), schema: hash(3n), time: n, expirationTime: 0n, revocationTime: 0n, refUID: hash(0n),
+    recipient: hash(1n).slice(0, 42) as HexString, attester: hash(2n).slice(0, 42) as HexString, revocable: true, data: "0x" as HexString,
+  }));
+  const events: EasEvent[] = rows.map((r) => ({ kind: "attested", uid: r.uid, recipient: r.recipient, attester: r.attester, schemaUid: r.schema, blockNumber: r.time, logIndex: 0 }));
+  expect(await store.resetSubjectsUnless!(createSubjectOf({}).rule)).toBe(false);
+  expect(await store.append(undefined, events, { blockNumber: 3_500n, blockHash: hash(3_500n), timestamp: 3_500n }, { attestations: rows, subjects: new Map() })).toBe(true);
+  await store.checked(clock.nowMs(), 3_500n);
+  const stale: boolean[] = [];
+  const never = () => Promise.reject(new Error("no chain read expected"));
+  const chain: ChainHistory = {
+    async head() {
+      clock.set(clock.nowMs() + 10_000);
+      stale.push(!isFresh(await store.head(), { nowMs: clock.nowMs(), stallSeconds: 30 }));
+      return { ok: true, value: 3_500n };
+    },
+    blockHash: (n) => Promise.resolve({ ok: true, value: hash(n) }),
+    block: never,
+    attestations: never,
+    events: never,
+  };
+  const log: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+  const runner = wireIndex({
+    store,
+    chain,
+    schemas: { schemaRecords: () => Promise.resolve({ ok: false, reason: "rpc-error" }) },
+    chainId: 31337,
+    easAddress: "0x0000000000000000000000000000000000000001",
+    settings: { startBlock: 0n, confirmations: 0, pollMs: 1_000, stallSeconds: 30, leaseSeconds: 3_600, stepBlocks: 50n, follow: false, subjectOf: createSubjectOf({ "user-review": hash(3n) }) },
+    clock,
+    log,
+  });
+  expect(await runner.catchUp()).toBe(true);
+  // Four steps, each at the head (ranges of 1,000, 1,000, 1,000 and 500 rows, each forgotten and filled).
+  expect(stale).toEqual([false, false, false, false]);
+  expect(await store.subjectsKnown!(hash(1n).slice(0, 42) as HexString)).toBe(createSubjectOf({ "user-review": hash(3n) }).rule);
   expect(await runner.healthy()).toBe(true);
 });

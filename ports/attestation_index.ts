@@ -235,6 +235,15 @@ export type IndexQuery = IndexFilter & {
 };
 
 /**
+ * Which stored subjects a change of the subject rule makes wrong (domain/index/record_subject.ts `subjectsToForget`):
+ * every one, or, when only how a subject is read changed and the earlier reading stored the same text everywhere else,
+ * those stored as naming nobody ('') under the schemas `unnamedOf` and those longer than `longerThan` characters.
+ */
+export type SubjectsToForget =
+  | { readonly all: true }
+  | { readonly all: false; readonly unnamedOf: readonly string[]; readonly longerThan: number };
+
+/**
  * The persistent index of one EAS contract on one chain (storage port): its events and the checkpoint,
  * always written together, so a crash never leaves a gap or a duplicate.
  */
@@ -287,11 +296,25 @@ export interface IndexStore {
   /** Stores the subject each record names (null: none). */
   readonly setSubjects?: ((subjects: readonly { readonly uid: HexString; readonly subject: string | null }[]) => Promise<void>) | undefined;
   /**
-   * Keeps `rule` as the rule the stored subjects follow; when they followed another (the trust anchors' schemas
-   * changed), forgets every stored subject first, so they are filled again and counts decode until then. True when it
-   * forgot them. A store that kept no rule yet takes this one without forgetting (subjects stored before rules were kept).
+   * Keeps `rule` as the rule the stored subjects follow. When they followed another, or no rule was kept while subjects
+   * were (stored before rules were kept: their rule is not known), it begins to forget the subjects `forget` names for
+   * the rule kept (undefined: none kept; default: every one; every one too while another forgetting is under way),
+   * which {@link IndexStore.forgetSubjects} goes through. True while such a forgetting is under way, this one or one
+   * begun before (by any instance); one primary-key read when the rule is the same.
    */
-  readonly resetSubjectsUnless?: ((rule: string) => Promise<boolean>) | undefined;
+  readonly resetSubjectsUnless?: ((rule: string, forget?: (kept: string | undefined) => SubjectsToForget) => Promise<boolean>) | undefined;
+  /**
+   * Goes through up to `limit` more stored rows of the forgetting under way (bounded statements, never one over every
+   * row), forgetting the subjects it names; they are then filled as rows stored before subjects were kept. `done` once
+   * every row was gone through (or none is under way).
+   */
+  readonly forgetSubjects?: ((limit: number) => Promise<{ readonly forgotten: number; readonly done: boolean }>) | undefined;
+  /**
+   * The rule the stored subjects of `recipient`'s records follow when each of them is known; undefined while one may
+   * not be: no rule kept yet (subjects stored before rules were kept follow one no one knows), a row not filled yet, or
+   * one a forgetting under way may still forget.
+   */
+  readonly subjectsKnown?: ((recipient: HexString) => Promise<string | undefined>) | undefined;
   /** How many attestations the index holds, and how many of them are in the unconfirmed tail. */
   readonly counts: () => Promise<{ readonly attestations: number; readonly tail: number }>;
   /** Holds or takes the follower lease for `holder` until `nowMs + leaseMs`; false while another holds it. */

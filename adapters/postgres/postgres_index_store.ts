@@ -280,7 +280,7 @@ function indexProgress(sql: SQL, scope: { chainId: number; easAddress: string })
 function indexRecords(
   sql: SQL,
   scope: { chainId: number; easAddress: string },
-): Pick<IndexStore, "records" | "incomplete" | "complete" | "unsubjected" | "setSubjects" | "resetSubjectsUnless" | "counts"> {
+): Pick<IndexStore, "records" | "incomplete" | "complete" | "unsubjected" | "setSubjects" | "counts"> {
   const chainId = scope.chainId;
   const eas = scope.easAddress.toLowerCase();
   /**
@@ -326,7 +326,6 @@ function indexRecords(
                                UNNEST(${sql.array(subjects.map((s) => storedSubject(s.subject ?? undefined)), "TEXT")}::TEXT[]) AS subject) AS s
                  WHERE a.chain_id = ${chainId} AND a.eas = ${eas} AND a.uid = s.uid`;
     },
-    resetSubjectsUnless: subjectRules(sql, chainId, eas),
     async counts() {
       const [row]: Row[] = await sql`SELECT COUNT(*) AS n, COALESCE(SUM(tail), 0) AS tail FROM index_attestations
                                        WHERE chain_id = ${chainId} AND eas = ${eas}`;
@@ -395,5 +394,6 @@ export async function createPostgresIndexStore(sql: SQL, scope: { chainId: numbe
     ...indexProgress(sql, scope),
     ...indexRecords(sql, scope),
     ...indexReads(sql, scope),
+    ...subjectRules(sql, scope.chainId, scope.easAddress.toLowerCase()),
   };
 }

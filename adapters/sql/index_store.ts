@@ -107,6 +107,8 @@ export const INDEX_ADDED_COLUMNS = [
   ["index_attestations", "subject", "TEXT"],
   // When a poll last found the chain's head below the index (IndexStore.doubted); NULL: never.
   ["index_polls", "doubted_at_ms", "INTEGER"],
+  // The forgetting a change of the subject rule began and has not finished (adapters/sql/subject_rules.ts); NULL: none.
+  ["index_subject_rules", "forgetting", "TEXT"],
 ] as const;
 
 /**

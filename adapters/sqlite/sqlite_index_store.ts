@@ -270,7 +270,7 @@ function indexProgress(db: Database, scope: { chainId: number; easAddress: strin
 function indexRecords(
   db: Database,
   scope: { chainId: number; easAddress: string },
-): Pick<IndexStore, "records" | "incomplete" | "complete" | "unsubjected" | "setSubjects" | "resetSubjectsUnless" | "counts"> {
+): Pick<IndexStore, "records" | "incomplete" | "complete" | "unsubjected" | "setSubjects" | "counts"> {
   const chainId = scope.chainId;
   const eas = scope.easAddress.toLowerCase();
   const setSubject = db.query("UPDATE index_attestations SET subject = ? WHERE chain_id = ? AND eas = ? AND uid = ?");
@@ -318,7 +318,6 @@ function indexRecords(
       }).immediate();
       return Promise.resolve();
     },
-    resetSubjectsUnless: subjectRules(db, chainId, eas),
     counts() {
       const row = db.query<{ n: number; tail: number | null }, [number, string]>(
         "SELECT COUNT(*) AS n, SUM(tail) AS tail FROM index_attestations WHERE chain_id = ? AND eas = ?",
@@ -393,5 +392,6 @@ export function createSqliteIndexStore(db: Database, scope: { chainId: number; e
     ...indexProgress(db, scope),
     ...indexRecords(db, scope),
     ...indexReads(db, scope),
+    ...subjectRules(db, scope.chainId, scope.easAddress.toLowerCase()),
   };
 }

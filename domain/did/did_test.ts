@@ -763,3 +763,18 @@ describe("recordSubjectDid(): what a record's payload subject names", () => {
     }
   });
 });
+
+describe("normalizeSubjectDid(): the length is that of the DID it gives", () => {
+  test("a bare domain with a path that becomes a did:web over 2,048 characters is refused, and every subject it gives is one a record can name", () => {
+    const bare = `example.com:${"a".repeat(2_036)}`;
+    expect(bare.length).toBe(2_048);
+    // It was accepted as did:web:… of 2,056 characters, which no record names (recordSubjectDid): listed and counted 0.
+    expect(normalizeSubjectDid(bare)).toMatchObject({ ok: false, code: "INVALID_DID" });
+    expect(normalizeSubjectDid(bare.slice(0, -8))).toEqual({ ok: true, value: `did:web:${bare.slice(0, -8)}` });
+    const inputs = [bare, bare.slice(0, -8), "did:web:Shop.Example#x", "shop.example.", "did:web:x.example:u%3Av", "did:handle:X:Y", "did:key:z6MkShop", "did:pkh:eip155:1:0x00000000000000000000000000000000000000C0"];
+    for (const input of inputs) {
+      const named = normalizeSubjectDid(input);
+      if (named.ok) expect({ input, named: recordSubjectDid(named.value) }).toEqual({ input, named: named.value });
+    }
+  });
+});

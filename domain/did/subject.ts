@@ -20,7 +20,7 @@ const EIP155_DID_PKH = /^did:pkh:eip155:([1-9][0-9]{0,15}):0x[0-9a-f]{40}$/;
  * (the attestation list and count, key status, controller authorization and discovery, reviews, the witness, subjects
  * and ownership proofs, webhook subjects): the subject in the form that is hashed ({@link normalizeDid}), or
  * `INVALID_DID` when
- * - it is empty or longer than {@link MAX_SUBJECT_DID_LENGTH};
+ * - it is empty, or it or its normal form is longer than {@link MAX_SUBJECT_DID_LENGTH};
  * - it holds whitespace or a control character (`did:web:not a did`, `did:web:exa<TAB>mple.com`: no attestation can
  *   name it, and `not a did` would otherwise become `did:web:not a did`); whitespace around it is trimmed, as
  *   {@link normalizeDid} always did (a pasted `  example.com `);
@@ -39,10 +39,14 @@ export function normalizeSubjectDid(input: unknown): Result<string, "INVALID_DID
   if (SPACE_OR_CONTROL.test(input.trim())) return invalid("The subject must not hold whitespace or control characters");
   const normalized = normalizeDid(input);
   if (!normalized.ok) return normalized;
+  // The name is measured too: a bare domain with a path (`example.com:…`) gains `did:web:`, and a subject of 2,041 to
+  // 2,048 characters became one no record names (recordSubjectDid names none over the length), listed and counted 0.
+  if (normalized.value.length > MAX_SUBJECT_DID_LENGTH) return invalid(`The subject must be at most ${MAX_SUBJECT_DID_LENGTH} characters as a DID`);
   // One pass of the reference's rule must give a name it keeps: `did:web:x..` and `did:web:www.www.x` gave `x.` and
   // `www.x`, which the DID address and discovery normalize again (to `x`) but the evidence matching did not, so their
-  // key bindings and witnesses were dropped and "not authorized" became "authorized".
-  const again = normalizeDid(normalized.value);
+  // key bindings and witnesses were dropped and "not authorized" became "authorized". A name already in its normal
+  // form (every record's subject the list reads, recordSubjectDid) is not normalized a second time.
+  const again = normalized.value === input ? normalized : normalizeDid(normalized.value);
   if (!again.ok || again.value !== normalized.value) return invalid("The subject names a second trailing dot or a second www.: name the domain once");
   if (normalized.value.startsWith("did:web:") && didWebLocation(normalized.value) === undefined) {
     return invalid(DID_WEB_NO_LOCATION);

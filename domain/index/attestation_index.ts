@@ -20,6 +20,7 @@ import type {
 } from "../../ports/attestation_index.ts";
 import type { HexString } from "../../ports/eas.ts";
 import type { SubjectOf } from "./record_subject.ts";
+import { createSubjectRefill, type SubjectRefill } from "./_subject_refill.ts";
 import { writtenRecords, type WrittenRecords } from "./written_records.ts";
 import type { KeccakHex } from "../address.ts";
 
@@ -54,7 +55,8 @@ export type IndexFollowerDeps = {
   readonly webhookConfirmations?: number | undefined;
   /**
    * The subject a record names (issue 43), stored with it so a subject's count is one index count; undefined: none
-   * stored (counts decode). Rows stored before subjects were kept get theirs, 1,000 per step, before the follower goes on.
+   * stored (counts decode). Rows stored before subjects were kept, or forgotten after a change of `rule`, get theirs
+   * 1,000 a step, each step going on to ingest as before (domain/index/_subject_refill.ts).
    */
   readonly subjectOf?: (SubjectOf & { readonly rule?: string | undefined }) | undefined;
   /**
@@ -66,7 +68,7 @@ export type IndexFollowerDeps = {
 
 /** What one follower step did. */
 export type FollowStep =
-  | {
+  | SubjectRefill & {
     readonly ok: true;
     readonly head: bigint;
     /** The newest indexed block after the step (undefined: nothing yet). */
@@ -88,8 +90,6 @@ export type FollowStep =
     readonly behind?: true | undefined;
     /** Records filled on rows stored before records were kept (an upgraded database). */
     readonly filled?: number | undefined;
-    /** Subjects stored on rows stored before subjects were kept (an upgraded database, issue 43). */
-    readonly subjectsFilled?: number | undefined;
     /** Another follower moved the checkpoint first; nothing was written. */
     readonly raced?: true | undefined;
     /** The index holds every block up to the head this step read: a completed poll. */
@@ -98,9 +98,6 @@ export type FollowStep =
     readonly outboxSkipped?: readonly OutboxSkip[] | undefined;
   }
   | { readonly ok: false; readonly reason: IndexFailureReason };
-
-/** How many stored rows one step gives their subject (issue 43; no chain read, so more than the records' 200). */
-const SUBJECT_FILL_BATCH = 1_000;
 
 /**
  * Events one step ingests by default (issue 45): about one wave of record reads (`adapters/chain`: about 1,900 records
@@ -118,20 +115,18 @@ export const PROBE_BLOCKS = 64n;
 
 /**
  * One step of the follower: check that the checkpoint's block is still canonical (else rewind to the newest stored
- * checkpoint that is, and stop there), fill missing records of an upgraded database, then ingest the next range up
- * to the head: its events, the full record of every attestation they name (read at the range's last block, one
- * batch), the hash and time of each tail block, and the checkpoint, in one transaction. A failed read writes
- * nothing; the caller retries with backoff.
+ * checkpoint that is, and stop there), fill missing records of an upgraded database, do a bounded share of keeping the
+ * stored subjects to the rule (domain/index/_subject_refill.ts), then ingest the next range up to the head: its
+ * events, the full record of every attestation they name (read at the range's last block, one batch), the hash and
+ * time of each tail block, and the checkpoint, in one transaction. A failed read writes nothing; the caller retries
+ * with backoff.
  */
 export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<FollowStep> {
   const depth = deps.historyDepth ?? 256;
   const fillBatch = deps.fillBatch ?? 200;
   /** Set once no row lacks its record: rows are written with theirs from then on. */
   let complete = false;
-  /** Set once no row lacks its subject (or subjects are not kept). */
-  let subjectsComplete = deps.subjectOf === undefined || deps.store.unsubjected === undefined || deps.store.setSubjects === undefined;
-  /** Whether the store's subjects were checked against this rule (once a process: they are forgotten when it changed). */
-  let ruleChecked = subjectsComplete || deps.subjectOf?.rule === undefined || deps.store.resetSubjectsUnless === undefined;
+  const refill = createSubjectRefill(deps);
   const stepEvents = Math.max(1, deps.stepEvents ?? STEP_EVENTS);
   /** The range the next step reads (issue 45): from the density seen; undefined before the first range. */
   let width: bigint | undefined;
@@ -139,16 +134,16 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
     const checkpoint = await deps.store.checkpoint();
     // Issue 43 item 5: a step that ingests reads the block after its checkpoint anyway (a tail block, or the range's
     // last), and that block's parent hash tells whether the checkpoint is still canonical: the checkpoint's own hash is
-    // read beside the head only while rows are filled below (they are read at the checkpoint), and after the head when
-    // nothing is new. One JSON-RPC call fewer a step that ingests.
-    const filling = !complete || !subjectsComplete;
+    // read beside the head only while records are filled below (they are read at the checkpoint), and after the head
+    // when nothing is new. One JSON-RPC call fewer a step that ingests.
+    const filling = !complete;
     const [head, early] = await Promise.all([
       deps.chain.head(),
       checkpoint === undefined || !filling ? Promise.resolve(undefined) : deps.chain.blockHash(checkpoint.blockNumber),
     ]);
     if (!head.ok) return head;
     const confirmedTo = head.value - BigInt(deps.confirmations);
-    const status = { ok: true as const, head: head.value, target: head.value, confirmedTo, caughtUp: false };
+    let status: StepStatus & SubjectRefill = { ok: true as const, head: head.value, target: head.value, confirmedTo, caughtUp: false };
     if (checkpoint !== undefined && head.value < checkpoint.blockNumber) return await belowCheckpoint(deps, depth, status, checkpoint);
     const canonical = early ?? (checkpoint !== undefined && head.value <= checkpoint.blockNumber ? await deps.chain.blockHash(checkpoint.blockNumber) : undefined);
     if (checkpoint !== undefined && canonical !== undefined) {
@@ -166,19 +161,8 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
       }
       complete = true;
     }
-    if (!ruleChecked) {
-      // Subjects stored under other trust anchors' schemas are forgotten, and filled again below.
-      if (await deps.store.resetSubjectsUnless!(deps.subjectOf!.rule!)) subjectsComplete = false;
-      ruleChecked = true;
-    }
-    if (!subjectsComplete && checkpoint !== undefined) {
-      const rows = await deps.store.unsubjected!(SUBJECT_FILL_BATCH);
-      if (rows.length > 0) {
-        await deps.store.setSubjects!(rows.map((r) => ({ uid: r.uid, subject: deps.subjectOf!(r) })));
-        return { ...status, indexedBlock: checkpoint.blockNumber, subjectsFilled: rows.length };
-      }
-      subjectsComplete = true;
-    }
+    // Stored subjects kept to the rule, a bounded share a step; the step goes on (a refill completes polls, ingests).
+    status = { ...status, ...(await refill()) };
     const from = checkpoint === undefined ? deps.startBlock : checkpoint.blockNumber + 1n;
     if (from > head.value) return { ...status, indexedBlock: checkpoint?.blockNumber, caughtUp: true };
     const span = width ?? (deps.stepBlocks < PROBE_BLOCKS ? deps.stepBlocks : PROBE_BLOCKS);

@@ -329,9 +329,10 @@ const COUNT_STEP = 500;
 
 /**
  * Builds the count: one COUNT over the store's indexes. With `subject`, the subject each record names is stored with
- * it (issue 43), so the count is one COUNT over the subject's index too; while rows sent to the subject's address
- * still lack theirs (an upgraded database being filled), those attestations are read (500 at a time) to count only
- * those whose decoded subject is the DID, as the list shows them.
+ * it (issue 43), so the count is one COUNT over the subject's index too; while a stored subject of the subject's
+ * address may not be known (`IndexStore.subjectsKnown`: rows being filled, or a change of rule being forgotten),
+ * those attestations are read (500 at a time) to count only those whose decoded subject is the DID, as the list shows
+ * them.
  */
 export function createCountAttestations(deps: ListAttestationsDeps): CountAttestations {
   return async function countAttestations(query) {
@@ -342,8 +343,14 @@ export function createCountAttestations(deps: ListAttestationsDeps): CountAttest
     if (block < deps.startBlock || filters.value.none) return ok({ count: 0 });
     const filter = { ...filters.value.store, toBlock: block };
     if (filters.value.subject === undefined) return ok({ count: await deps.store.count(filter) });
-    if (deps.store.unsubjected !== undefined && (await deps.store.unsubjected(1, filter.recipient)).length === 0) {
-      return ok({ count: await deps.store.count({ ...filter, subject: filters.value.subject }) });
+    const known = deps.store.subjectsKnown;
+    const recipient = filter.recipient;
+    const rule = known === undefined || recipient === undefined ? undefined : await known(recipient);
+    if (known !== undefined && recipient !== undefined && rule !== undefined) {
+      const count = await deps.store.count({ ...filter, subject: filters.value.subject });
+      // Read again after the COUNT: a change of rule committed between the two reads counted forgotten subjects, and
+      // the count was kept for the index's generation. The same answer: nothing came between that changes the count.
+      if ((await known(recipient)) === rule) return ok({ count });
     }
     const names = namesOf(deps.schemaUids);
     let count = 0;
