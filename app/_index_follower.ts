@@ -1,6 +1,6 @@
 /** The follower's parts (app/index_follower.ts): its state, the poll, the write catch-up, metrics and progress. */
 import { createIndexFollower, type FollowStep, type IndexAnswers, isFresh } from "../domain/index/mod.ts";
-import type { AttestationIndex, ChainHistory, HeadSignal, IndexRead, IndexStore, WrittenAttestation } from "../ports/attestation_index.ts";
+import type { AttestationIndex, ChainHistory, HeadSignal, IndexHead, IndexRead, IndexStore, WrittenAttestation } from "../ports/attestation_index.ts";
 import type { KeccakHex } from "../domain/address.ts";
 import type { HexString } from "../ports/eas.ts";
 import type { Clock } from "../ports/clock.ts";
@@ -27,6 +27,8 @@ export type IndexSettings = {
   readonly webhookConfirmations?: number | undefined;
   /** The subject a record names, stored with it for the subject's count (issue 43); undefined: none stored. */
   readonly subjectOf?: SubjectOf | undefined;
+  /** `INDEX_BEHIND_GRACE_SECONDS`; undefined: {@link BEHIND_GRACE_SECONDS}. */
+  readonly behindGraceSeconds?: number | undefined;
 };
 
 /** What the index wiring needs. */
@@ -52,10 +54,13 @@ export type FollowerState = {
   indexed: bigint | undefined;
   head: bigint | undefined;
   checkedAtMs: number | null;
-  /** When a poll last recorded the chain's head below the index (IndexStore.doubted); null: never seen. */
+  /** The doubted poll's `checkedAtMs` (IndexStore.doubted); null: none since the last completed poll. */
   doubtedAtMs: number | null;
-  /** Polls in a row that found the chain's head below the index (see {@link BEHIND_POLLS}). */
-  behindPolls: number;
+  /**
+   * Since when this instance's follower polls have found the chain's head below the index, and the store's last
+   * completed poll then (a poll completed since, on any instance, starts the window again); undefined: not behind.
+   */
+  behind: { readonly sinceMs: number; readonly checkedAtMs: number | null } | undefined;
   leader: boolean;
   failures: number;
   stopped: boolean;
@@ -92,14 +97,18 @@ export function createWrittenRecords() {
 }
 
 /**
- * How many polls in a row may find the chain's head below the index (its blocks otherwise the index's) before reads
- * fail closed (503 INDEX_STALE): the second such poll, one `INDEX_POLL_MS` after the first, records it in the store,
- * which every instance's reads see. A load-balanced provider's backend behind is usually caught up, or another
- * backend answers, by the next poll, and one slow backend should not flap every read to 503; a chain rolled back to a
- * shorter one stays below, and its dropped attestations are then served for at most about one poll interval, no
- * longer than a same-height reorg is served until the next poll sees it (docs/attestation_index.md).
+ * How long (by default, `INDEX_BEHIND_GRACE_SECONDS`) the follower's polls may find the chain's head below the index
+ * (its blocks otherwise the index's), none completing, before reads fail closed (503 INDEX_STALE): then the doubt is
+ * recorded in the store, which every instance's reads see. The index keeps the unconfirmed tail up to the head, so a
+ * load-balanced provider's backend one block behind gives such a head; counted in polls, two in a row made reads 503
+ * 29 % of the time on 12 s blocks with one backend a block behind. A few block times of a mainnet chain: a chain rolled
+ * back that mines again is a fork at a stored tail block, rewound at once; only one that stays short relies on this,
+ * and its dropped attestations are served for up to the grace and a poll (docs/attestation_index.md).
  */
-export const BEHIND_POLLS = 2;
+export const BEHIND_GRACE_SECONDS = 30;
+
+/** Who a poll is for: the follower's (the loop, which runs while holding the lease, or a catch-up) or a write's nudge. */
+export type PollMode = "follower" | "nudge";
 
 /** Runs `poll`, waiting for it at most `waitMs`. */
 export async function pollWithin(poll: () => Promise<unknown>, waitMs: number): Promise<void> {
@@ -201,8 +210,9 @@ export function createWriteCatchUp(deps: { follows: () => boolean; indexed: () =
  * completed poll; the next comes one poll interval later, not after a backoff: the node answered, and the chain
  * growing again is the moment a rollback shows as a fork).
  */
-export function createPoll(deps: IndexDeps, state: FollowerState): () => Promise<"done" | "more" | "failed" | "behind"> {
+export function createPoll(deps: IndexDeps, state: FollowerState): (mode?: PollMode) => Promise<"done" | "more" | "failed" | "behind"> {
   const { store, clock, log, settings } = deps;
+  const behind = createBehindWatch(deps, state);
   const step = createIndexFollower({
     chain: deps.chain,
     store,
@@ -244,26 +254,29 @@ export function createPoll(deps: IndexDeps, state: FollowerState): () => Promise
     return s;
   }
 
-  return async function poll() {
+  return async function poll(mode: PollMode = "follower") {
     const startedMs = clock.nowMs();
+    /** The store's head read after a step found the chain's head below the index, before the head is read again. */
+    let before: IndexHead | undefined | null = null;
     for (;;) {
       const s = await followOnce();
       if (s === undefined) return "failed";
       if (s.behind === true) {
-        const now = clock.nowMs();
-        state.behindPolls++;
-        log.warn("index_head_behind", { head: Number(s.head), indexedBlock: s.indexedBlock === undefined ? null : Number(s.indexedBlock), polls: state.behindPolls });
-        if (state.behindPolls >= BEHIND_POLLS) {
-          await store.doubted(now);
-          state.doubtedAtMs = Math.max(state.doubtedAtMs ?? 0, now);
-          for (const listener of state.moved) listener();
+        // Read once more before it counts (a load-balanced provider's next call often reaches a backend caught up).
+        // This step set `indexed` to the store's checkpoint, so the next one takes no sighting at or below it for the
+        // head (sightedHeads): a block this instance saw mined is never evidence of a head behind.
+        if (before === null) {
+          before = await store.head();
+          continue;
         }
-        state.nextPollAt = now + settings.pollMs;
+        await behind(s, before, mode === "follower" || state.leader);
+        state.nextPollAt = clock.nowMs() + settings.pollMs;
         return "behind";
       }
+      before = null;
       if (s.caughtUp) {
         const now = clock.nowMs();
-        state.behindPolls = 0;
+        state.behind = undefined;
         // A refill of stored subjects (issue 43) goes on at once, a step at the head after another, each a completed
         // poll: recorded once a poll interval (and whenever blocks came), so reads stay fresh and kept answers live as
         // long as on any day. Before, no poll completed until the last row was filled (reads 503 INDEX_STALE).
@@ -271,6 +284,7 @@ export function createPoll(deps: IndexDeps, state: FollowerState): () => Promise
         if (!refilling || s.ingested !== undefined || s.rewoundTo !== undefined || now - (state.checkedAtMs ?? 0) >= settings.pollMs) {
           await store.checked(now, s.head);
           state.checkedAtMs = Math.max(state.checkedAtMs ?? 0, now);
+          state.doubtedAtMs = null;
           for (const listener of state.moved) listener();
         }
         state.nextPollAt = refilling ? now : now + settings.pollMs;
@@ -278,6 +292,40 @@ export function createPoll(deps: IndexDeps, state: FollowerState): () => Promise
       }
       if (state.stopped || clock.nowMs() - startedMs > (settings.leaseSeconds * 1000) / 3) return "more";
     }
+  };
+}
+
+/**
+ * A follower poll found the chain's head below the index twice (read again at once): the window of {@link
+ * BEHIND_GRACE_SECONDS} starts, or goes on while no poll completed since it started (the store's last completed poll,
+ * `before`, read before the second look, is still the one it started with); past the grace, that poll is doubted in
+ * the store. Only the follower's own polls count (`counts`): a nudge of an instance that does not hold the lease
+ * (after its own write, PostgreSQL) compares a head with an index it may not have read for a while.
+ */
+function createBehindWatch(deps: Pick<IndexDeps, "store" | "clock" | "log" | "settings">, state: FollowerState) {
+  const { store, clock, log } = deps;
+  const graceMs = (deps.settings.behindGraceSeconds ?? BEHIND_GRACE_SECONDS) * 1000;
+  return async (s: Extract<FollowStep, { ok: true }>, before: IndexHead | undefined, counts: boolean): Promise<void> => {
+    const now = clock.nowMs();
+    const fields = { head: Number(s.head), indexedBlock: s.indexedBlock === undefined ? null : Number(s.indexedBlock) };
+    if (!counts) {
+      log.debug("index_head_behind", { ...fields, counted: false });
+      return;
+    }
+    const checkedAtMs = before?.checkedAtMs ?? null;
+    if (state.behind === undefined || state.behind.checkedAtMs !== checkedAtMs) state.behind = { sinceMs: now, checkedAtMs };
+    const behindMs = now - state.behind.sinceMs;
+    // A warning once the head has stayed behind for half the grace; before that, debug: a load-balanced provider's
+    // lagging backend is read behind many times an hour, each a line at warn level otherwise.
+    const level = behindMs * 2 >= graceMs && graceMs > 0 ? "warn" : "debug";
+    log[level]("index_head_behind", { ...fields, seconds: Math.floor(behindMs / 1000) });
+    // Nothing to doubt before a first completed poll (reads are stale then anyway), or twice.
+    if (behindMs < graceMs || checkedAtMs === null || before?.doubtedAtMs === checkedAtMs) return;
+    if (!(await store.doubted(checkedAtMs))) return;
+    log.error("index_head_doubted", { ...fields, seconds: Math.floor(behindMs / 1000), checkedAt: new Date(checkedAtMs).toISOString() });
+    state.checkedAtMs = checkedAtMs;
+    state.doubtedAtMs = checkedAtMs;
+    for (const listener of state.moved) listener();
   };
 }
 

@@ -199,6 +199,7 @@ async function wireChainIndex(config: Pick<Config, "chains" | "index" | "webhook
       confirmations: confirmationsOf(chain, f.devnet !== undefined),
       pollMs: config.index.pollMs,
       stallSeconds: config.index.stallSeconds,
+      behindGraceSeconds: config.index.behindGraceSeconds,
       leaseSeconds: config.index.leaseSeconds,
       stepBlocks: BigInt(config.index.stepBlocks),
       follow: config.index.follow,

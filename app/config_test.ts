@@ -165,7 +165,7 @@ describe("readConfig()", () => {
   });
 
   test("the index settings: defaults, and INDEX_CONFIRMATIONS left to the chain kind when unset", () => {
-    expect(readConfig({}).index).toEqual({ pollMs: 1_000, stallSeconds: 120, leaseSeconds: 15, stepBlocks: 10_000, follow: true, answerCacheMb: 32, headReuseMs: 100, queryPerMinute: 300 });
+    expect(readConfig({}).index).toEqual({ pollMs: 1_000, stallSeconds: 120, behindGraceSeconds: 30, leaseSeconds: 15, stepBlocks: 10_000, follow: true, answerCacheMb: 32, headReuseMs: 100, queryPerMinute: 300 });
     expect(readConfig({ INDEX_FOLLOW: "false" }).index).toMatchObject({ follow: false });
     expect(readConfig({ INDEX_CONFIRMATIONS: "0" }).chains.list[0]!.confirmations).toBe(0);
     expect(readConfig({ INDEX_ANSWER_CACHE_MB: "0" }).index.answerCacheMb).toBe(0);

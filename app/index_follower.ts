@@ -5,7 +5,7 @@
  */
 import { hostname } from "node:os";
 import type { IndexAnswers } from "../domain/index/mod.ts";
-import { createIndexAnswers, isFresh } from "../domain/index/mod.ts";
+import { createIndexAnswers, isDoubted, isFresh } from "../domain/index/mod.ts";
 import type { IndexHead, IndexStore, WrittenAttestation } from "../ports/attestation_index.ts";
 import type { Clock } from "../ports/clock.ts";
 import {
@@ -34,10 +34,16 @@ export type IndexStatus = {
   /** Unix seconds of the follower's last completed poll; null: none yet. */
   readonly checkedAt: number | null;
   /**
-   * No poll completed for `INDEX_STALL_SECONDS`, or the chain's head was found below the index since the last one:
-   * public reads answer 503 INDEX_STALE (decisions §21).
+   * No poll completed for `INDEX_STALL_SECONDS`, or the last one is doubted (`doubted`): public reads answer 503
+   * INDEX_STALE (decisions §21).
    */
   readonly stale: boolean;
+  /**
+   * The follower's polls found the chain's head below the index for longer than `INDEX_BEHIND_GRACE_SECONDS` since the
+   * last completed poll (a backend behind that long, or a chain rolled back to a shorter one): stale until a poll
+   * completes (docs/attestation_index.md).
+   */
+  readonly doubted: boolean;
   /** Whether this instance holds the follower lease. */
   readonly follower: boolean;
 };
@@ -55,8 +61,8 @@ export type IndexRunner = {
   /** True while a poll of the chain completed within the stall time (any instance's, through the shared store). */
   readonly healthy: () => Promise<boolean>;
   /**
-   * Runs follower steps until the index holds the chain's head (tests, `ops index`, a nudge); false if a step failed
-   * or found the chain's head below the index. A completed catch-up is recorded as a poll.
+   * Runs follower steps until the index holds the chain's head (tests, the harness), as the follower would; false if
+   * a step failed or found the chain's head below the index. A completed catch-up is recorded as a poll.
    */
   readonly catchUp: () => Promise<boolean>;
   /**
@@ -106,6 +112,7 @@ function statusOf(state: FollowerState, settings: IndexSettings, clock: Clock): 
     catchingUp: state.indexed === undefined || state.head === undefined ? true : state.head - state.indexed > CATCHING_UP_BLOCKS,
     checkedAt: state.checkedAtMs === null ? null : Math.floor(state.checkedAtMs / 1000),
     stale: !isFresh({ checkedAtMs: state.checkedAtMs, doubtedAtMs: state.doubtedAtMs }, { nowMs: clock.nowMs(), stallSeconds: settings.stallSeconds }),
+    doubted: isDoubted({ checkedAtMs: state.checkedAtMs, doubtedAtMs: state.doubtedAtMs }),
     follower: state.leader,
   };
 }
@@ -113,7 +120,7 @@ function statusOf(state: FollowerState, settings: IndexSettings, clock: Clock): 
 /** Starts the follower (unless `follow` is false) and returns the reads and the status. */
 export function wireIndex(deps: IndexDeps): IndexRunner {
   const { store, settings, clock } = deps;
-  const state: FollowerState = { indexed: undefined, head: undefined, checkedAtMs: null, doubtedAtMs: null, behindPolls: 0, leader: false, failures: 0, stopped: false, nextPollAt: 0, headSeen: false, moved: [], written: createWrittenRecords() };
+  const state: FollowerState = { indexed: undefined, head: undefined, checkedAtMs: null, doubtedAtMs: null, behind: undefined, leader: false, failures: 0, stopped: false, nextPollAt: 0, headSeen: false, moved: [], written: createWrittenRecords() };
   const sightings = sightedHeads(deps.chain, clock, () => state.indexed);
   const poll = createPoll({ ...deps, chain: sightings.chain }, state);
   const holder = `${hostname()}:${process.pid}:${crypto.randomUUID()}`;
@@ -150,7 +157,7 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
     }
     if (clock.nowMs() >= state.nextPollAt || state.headSeen) {
       state.headSeen = false;
-      const outcome = await serial(poll);
+      const outcome = await serial(() => poll("follower"));
       if (outcome === "failed") return backoff();
       if (outcome === "more") return 0;
     }
@@ -191,7 +198,7 @@ export function wireIndex(deps: IndexDeps): IndexRunner {
 
   const follows = () => settings.follow !== false && !state.stopped;
   // The writer polls itself, leader or not (the store takes one append per range), so its next read sees the write.
-  const nudge = (waitMs = NUDGE_WAIT_MS) => (follows() ? pollWithin(() => serial(poll), waitMs) : Promise.resolve());
+  const nudge = (waitMs = NUDGE_WAIT_MS) => (follows() ? pollWithin(() => serial(() => poll("nudge")), waitMs) : Promise.resolve());
   const writes = createWriteCatchUp({ follows, indexed: () => state.indexed, nudge, sighted: sightings.sighted });
 
   return {

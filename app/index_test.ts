@@ -233,34 +233,213 @@ async function sightings({ clock, runner, store, setHead, headReads }: ReturnTyp
   expect(runner.status()).toMatchObject({ indexedBlock: 1_010, head: 1_010 });
 }
 
-test("wireIndex(): a head below the index is no completed poll; the second such poll in a row makes reads 503 INDEX_STALE, through the store, until a poll completes", async () => {
-  const { lines, runner, store, setHead } = setup();
-  const read = () => runner.answers.answer(async (index) => ok({ block: (await index.latestBlock()).ok }));
+/**
+ * Instances over one SQLite index, each with its own clock (the same one unless told), reading a chain of the same
+ * blocks through a provider whose backends may be behind: `world.route()` says, per JSON-RPC call, how many blocks
+ * behind the backend that answers it is. A backend knows no block past its head; `world.tip` lowered is a chain rolled
+ * back to a shorter one that stays short (its blocks otherwise the same). Polls are driven by `catchUp`, `nudge` and
+ * reads, never by a timer (the loop, where it runs, sleeps an hour).
+ */
+function cluster(options: { graceSeconds?: number; confirmations?: number } = {}) {
+  const db = openSqlite(":memory:");
+  const scope = { chainId: 31337, easAddress: "0x0000000000000000000000000000000000000001" as HexString };
+  const world = { tip: 1_000n, route: (): bigint => 0n };
+  const top = () => world.tip - world.route();
+  const chain: ChainHistory = {
+    head: () => Promise.resolve({ ok: true, value: top() }),
+    blockHash: (n) => Promise.resolve({ ok: true, value: n <= top() ? hash(n) : null }),
+    block: (n) => Promise.resolve({ ok: true, value: n <= top() ? { blockNumber: n, blockHash: hash(n), timestamp: n } : null }),
+    attestations: () => Promise.resolve({ ok: true, value: [] }),
+    events: (_from, to) => Promise.resolve({ ok: true, value: { events: [], toHash: hash(to) } }),
+  };
+  const lines: string[] = [];
+  const sharedClock = fakeClock(1_800_000_000_000);
+  const instance = (name: string, opts: { follow?: boolean; clock?: ReturnType<typeof fakeClock> } = {}) => {
+    const clock = opts.clock ?? sharedClock;
+    const record = (event: string) => void lines.push(`${name} ${event}`);
+    const runner = wireIndex({
+      store: createSqliteIndexStore(db, scope),
+      chain,
+      schemas: { schemaRecords: () => Promise.resolve({ ok: false, reason: "rpc-error" }) },
+      chainId: scope.chainId,
+      easAddress: scope.easAddress,
+      settings: {
+        startBlock: 0n,
+        confirmations: options.confirmations ?? 3,
+        pollMs: 3_600_000,
+        stallSeconds: 120,
+        behindGraceSeconds: options.graceSeconds ?? 30,
+        leaseSeconds: 3_600,
+        stepBlocks: 10_000n,
+        follow: opts.follow ?? false,
+      },
+      clock,
+      log: { debug: record, info: () => {}, warn: record, error: record },
+    });
+    return { runner, clock };
+  };
+  return { world, instance, lines, clock: sharedClock, store: createSqliteIndexStore(db, scope) };
+}
+
+/** Moves each clock on by `ms`. */
+const tick = (ms: number, ...clocks: ReturnType<typeof fakeClock>[]) => {
+  for (const clock of clocks) clock.set(clock.nowMs() + ms);
+};
+
+test("wireIndex(): a head below the index is read once more in the same poll before it counts (the next call often reaches a backend caught up)", async () => {
+  const { world, instance, lines } = cluster();
+  const { runner } = instance("one");
   expect(await runner.catchUp()).toBe(true);
-  const polled = runner.status().checkedAt;
-  // The node's head 995, its blocks the index's: a backend behind, or a chain rolled back, not told apart yet.
-  setHead(995n);
-  expect(await runner.catchUp()).toBe(false);
-  // One poll of grace (a load-balanced provider's backend behind is usually caught up by the next): reads answer.
-  expect(await read()).toMatchObject({ ok: true, value: { asOf: { blockNumber: 999 } } });
-  expect(await runner.healthy()).toBe(true);
-  expect(await runner.catchUp()).toBe(false);
-  expect(await read()).toMatchObject({ ok: false, code: "INDEX_STALE" });
-  expect(await runner.healthy()).toBe(false);
-  // The head and the poll time are the last completed poll's; the doubt is in the store, which every instance reads.
-  expect(runner.status()).toMatchObject({ indexedBlock: 999, head: 999, stale: true, checkedAt: polled });
-  expect((await store.head())?.doubtedAtMs).toBeGreaterThan((await store.head())!.checkedAtMs!);
-  // The node answered: no failure counted (no backoff before the next poll, which sees the chain grow again).
-  expect(lines.filter((l) => l.event === "index_follow_failed")).toEqual([]);
-  expect(lines.filter((l) => l.event === "index_head_behind").map((l) => l.fields.polls)).toEqual([1, 2]);
-  setHead(1_001n);
+  let calls = 0;
+  // The poll's first call (its head read) reaches a backend two blocks behind, every later one a backend caught up.
+  world.route = () => (calls++ === 0 ? 2n : 0n);
+  world.tip += 1n;
   expect(await runner.catchUp()).toBe(true);
-  expect(await read()).toMatchObject({ ok: true, value: { asOf: { blockNumber: 1_001 } } });
-  expect(await runner.healthy()).toBe(true);
-  // The count starts again after a completed poll.
-  setHead(1_000n);
-  expect(await runner.catchUp()).toBe(false);
-  expect(await runner.healthy()).toBe(true);
+  expect(runner.status()).toMatchObject({ indexedBlock: 1_001, head: 1_001, stale: false, doubted: false });
+  expect(lines.filter((l) => l.includes("index_head"))).toEqual([]);
+});
+
+test("wireIndex(): a provider with a backend a block behind, each call to either at random (seeded) or in turn, or sticky for 5 polls, never makes reads stale; a chain that stays short does once the grace is over", async () => {
+  for (const routing of ["random", "in turn", "sticky"] as const) {
+    const { world, instance, lines, store } = cluster();
+    const { runner, clock } = instance("one");
+    expect(await runner.catchUp()).toBe(true);
+    let seed = 42;
+    const random = () => (seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648;
+    let turn = 0;
+    let polls = 0;
+    // Each call to either backend at random, or to each in turn, or each backend for 5 polls in turn (sticky sessions).
+    const routes = {
+      random: () => (random() < 0.5 ? 1n : 0n),
+      "in turn": () => BigInt((turn++ + 1) % 2),
+      sticky: () => BigInt(Math.floor(polls / 5) % 2),
+    };
+    world.route = routes[routing];
+    // 12 s blocks, a poll a second, for 20 minutes: the index keeps the tail up to the head, so the lagging backend's
+    // head is often below it (two such polls in a row made reads 503 29 % of the time).
+    const startMs = clock.nowMs();
+    const staleAt: number[] = [];
+    for (let second = 1; second <= 1_200; second++) {
+      clock.set(startMs + second * 1_000);
+      world.tip = 1_000n + BigInt(Math.floor(second / 12));
+      polls = second;
+      await runner.catchUp();
+      if (!(await runner.healthy())) staleAt.push(second);
+    }
+    expect({ routing, staleAt }).toEqual({ routing, staleAt: [] });
+    // The lagging backend's head was below the index many times (random: 272 polls, in turn: 11, sticky: 480).
+    expect(lines.filter((l) => l.endsWith("index_head_behind")).length).toBeGreaterThan(routing === "in turn" ? 5 : 100);
+    expect((await store.head())?.doubtedAtMs).toBeNull();
+    if (routing !== "random") continue;
+
+    // Rolled back two blocks, and it stays short (every backend agrees): stale from the poll the grace is over at, not
+    // before; the dropped blocks' answers were served for the grace and up to a poll.
+    world.route = () => 0n;
+    world.tip -= 2n;
+    const rolledBackAt = clock.nowMs();
+    const served: boolean[] = [];
+    for (let second = 1; second <= 32; second++) {
+      clock.set(rolledBackAt + second * 1_000);
+      expect(await runner.catchUp()).toBe(false);
+      served.push(await runner.healthy());
+    }
+    // The first poll that found it was at 1 s; 30 s later the doubt is recorded.
+    expect(served.indexOf(false)).toBe(30);
+    expect(served.slice(30)).toEqual([false, false]);
+    expect(runner.status()).toMatchObject({ stale: true, doubted: true });
+    expect(lines.filter((l) => l.endsWith("index_head_doubted"))).toEqual(["one index_head_doubted"]);
+    // The chain grows past the index again: a completed poll clears the doubt.
+    world.tip += 3n;
+    expect(await runner.catchUp()).toBe(true);
+    expect(runner.status()).toMatchObject({ stale: false, doubted: false });
+    expect((await store.head())?.doubtedAtMs).toBeNull();
+  }
+});
+
+test("wireIndex(): a poll completed on another instance starts the grace again, and clears a doubt another instance recorded, whatever their clocks", async () => {
+  const { world, instance, store } = cluster();
+  const a = instance("a");
+  // b's clock is 10 s behind a's.
+  const b = instance("b", { clock: fakeClock(a.clock.nowMs() - 10_000) });
+  const both = [a.clock, b.clock];
+  expect(await a.runner.catchUp()).toBe(true);
+  const fresh = async () => [await a.runner.healthy(), await b.runner.healthy()];
+
+  // a's polls find the chain's head below the index for 19 s...
+  world.tip -= 2n;
+  for (let i = 0; i < 20; i++) {
+    tick(1_000, ...both);
+    expect(await a.runner.catchUp()).toBe(false);
+  }
+  // ...then a poll completes on b (the backend it reached caught up).
+  world.tip += 2n;
+  tick(1_000, ...both);
+  expect(await b.runner.catchUp()).toBe(true);
+  // Below again: a's grace starts at its first poll after b's, not at its first 20 s ago (30 polls: 0 to 29 s).
+  world.tip -= 2n;
+  for (let i = 0; i < 30; i++) {
+    tick(1_000, ...both);
+    expect(await a.runner.catchUp()).toBe(false);
+    expect(await fresh()).toEqual([true, true]);
+  }
+  tick(1_000, ...both);
+  await a.runner.catchUp();
+  expect(await fresh()).toEqual([false, false]);
+  // Every instance sees why: the last completed poll (b's) is doubted.
+  expect(await b.runner.refresh()).toMatchObject({ stale: true, doubted: true });
+  const doubted = await store.head();
+  expect(doubted?.doubtedAtMs).toBe(doubted!.checkedAtMs);
+
+  // b completes a poll at its clock, 10 s behind the one that recorded the doubt: reads are fresh on both.
+  world.tip += 2n;
+  tick(1_000, ...both);
+  expect(await b.runner.catchUp()).toBe(true);
+  expect(await fresh()).toEqual([true, true]);
+  expect(await a.runner.refresh()).toMatchObject({ stale: false, doubted: false });
+});
+
+test("wireIndex(): a write's poll on an instance that does not hold the lease never doubts, its sighted block below the index or its node behind", async () => {
+  const { world, instance, store, lines, clock } = cluster();
+  const leader = instance("leader", { follow: true });
+  const other = instance("other", { follow: true });
+  try {
+    // The leader's loop took the lease at start and polls once; the second catch-up comes after that poll.
+    expect(await leader.runner.catchUp()).toBe(true);
+    expect(await leader.runner.catchUp()).toBe(true);
+    expect(await other.runner.refresh()).toMatchObject({ follower: false, indexedBlock: 1_000 });
+    expect(leader.runner.status().follower).toBe(true);
+    const read = (r: typeof leader.runner) => r.answers.answer(async (index) => ok({ block: (await index.latestBlock()).ok }));
+
+    for (let i = 0; i < 3; i++) {
+      // `other` wrote an attestation mined a block ago; the leader has indexed past it, `other` has not looked since.
+      const mined = world.tip + 1n;
+      world.tip += 2n;
+      expect(await leader.runner.catchUp()).toBe(true);
+      // PostgreSQL: the writer's sighting and its poll before the answer (app/attestation_index.ts afterMinedOf).
+      other.runner.sighted(mined);
+      await other.runner.nudge();
+      // SQLite: the writer's next read polls first.
+      other.runner.wrote(mined);
+      expect(await read(other.runner)).toMatchObject({ ok: true });
+      expect(await read(leader.runner)).toMatchObject({ ok: true });
+      // An hour later, the leader's polls completing all along.
+      tick(3_600_000, clock);
+      expect(await leader.runner.catchUp()).toBe(true);
+    }
+    // `other`'s node behind for longer than the grace: its writes' polls find the head below, and count for nothing.
+    world.tip -= 2n;
+    for (let i = 0; i < 40; i++) {
+      tick(1_000, clock);
+      await other.runner.nudge();
+    }
+    expect(lines.filter((l) => l === "other index_head_behind").length).toBeGreaterThan(0);
+    expect(lines.filter((l) => l.includes("index_head_doubted"))).toEqual([]);
+    expect((await store.head())?.doubtedAtMs).toBeNull();
+    expect(await leader.runner.refresh()).toMatchObject({ doubted: false });
+  } finally {
+    await leader.runner.stop();
+    await other.runner.stop();
+  }
 });
 
 test("a refill of stored subjects over many steps keeps reads fresh: each step at the head is a completed poll, recorded once a poll interval", async () => {

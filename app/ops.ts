@@ -19,7 +19,7 @@ import { usesDevnet } from "./config/chains.ts";
 import type { Storage } from "../ports/storage.ts";
 import type { TrustAnchors } from "../ports/trust_anchors.ts";
 import { isPlan, PLANS, quotaYear } from "../domain/accounts/mod.ts";
-import { isFresh } from "../domain/index/mod.ts";
+import { isDoubted, isFresh } from "../domain/index/mod.ts";
 
 const USAGE = `usage: bun run ops accounts list
        bun run ops accounts set-plan <account id | wallet address> <${PLANS.join("|")}>
@@ -270,9 +270,11 @@ async function indexCommand(command: string, rest: readonly string[], config: Co
       head: head === undefined ? null : Number(head),
       lagBlocks: head === undefined ? null : Number(head - (checkpoint?.blockNumber ?? (defaultChain(config.chains).startBlock ?? 0n) - 1n)),
       // The follower's last completed poll (decisions §21): public reads are 503 INDEX_STALE once it is older than the
-      // stall time, or a poll found the chain's head below the index since.
+      // stall time, or once it is doubted (the follower's polls found the chain's head below the index for longer than
+      // INDEX_BEHIND_GRACE_SECONDS since).
       checkedAt: checkedAtMs === null ? null : new Date(checkedAtMs).toISOString(),
       stale: !isFresh(indexHead, { nowMs: Date.now(), stallSeconds: config.index.stallSeconds }),
+      doubted: isDoubted(indexHead),
       attestations: counts.attestations,
       tailAttestations: counts.tail,
     }));

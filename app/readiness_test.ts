@@ -42,14 +42,14 @@ describe("/readyz's chain part: read at most once a second (a public route's rat
 describe("/readyz's held chains (decisions §30: a served chain whose node did not answer its chain id at start is held closed)", () => {
   /** An index whose store says a poll completed just now (a restart within INDEX_STALL_SECONDS, or another instance's). */
   const freshIndex = () => {
-    const status: IndexStatus = { indexedBlock: 40, head: 40, lagBlocks: 0, catchingUp: false, checkedAt: 1_795_734_267, stale: false, follower: false };
+    const status: IndexStatus = { indexedBlock: 40, head: 40, lagBlocks: 0, catchingUp: false, checkedAt: 1_795_734_267, stale: false, doubted: false, follower: false };
     return { chain: { caip2: "eip155:31338" }, index: { refresh: () => Promise.resolve(status), status: () => status } } as unknown as ChainIndex;
   };
 
   test("a held attestation chain's index is never reported fresh, however recent its last poll; it carries its node's state", async () => {
     for (const node of ["unchecked", "wrong"] as const) {
       const chains = await otherChainsReadiness([freshIndex()], new Map([["eip155:31338", node]]));
-      expect(chains).toEqual({ "eip155:31338": { index: false, node, indexedBlock: 40, head: 40, lagBlocks: 0, catchingUp: false, checkedAt: 1_795_734_267, stale: false } });
+      expect(chains).toEqual({ "eip155:31338": { index: false, node, indexedBlock: 40, head: 40, lagBlocks: 0, catchingUp: false, checkedAt: 1_795_734_267, stale: false, doubted: false } });
     }
     // Checked (at start, or its gate opened since): fresh as its index says.
     for (const held of [new Map(), new Map([["eip155:31338", "checked" as const]])]) {

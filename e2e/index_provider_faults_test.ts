@@ -4,7 +4,9 @@
  * misses is a wrong answer for good: a lagging backend's one empty `eth_getLogs` moved the checkpoint past a
  * revocation, and key status said `active` for a revoked binding from then on; a head one block behind wiped
  * confirmed rows; logs out of order lost a revocation; a log of a dropped fork marked a live attestation revoked.
- * Now each such poll fails (`inconsistent`), writes nothing, and the next honest poll reads the range again.
+ * Now each such poll fails (`inconsistent`), writes nothing, and the next honest poll reads the range again. A head
+ * below the index (a backend behind, or a chain rolled back) completes no poll, and makes reads 503 only once the
+ * follower has seen it for INDEX_BEHIND_GRACE_SECONDS (the grace itself: app/index_test.ts, on a fake clock).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
@@ -169,7 +171,7 @@ describe("the index follower when the chain is rolled back to a shorter one", ()
   const anvil = () => createTestClient({ mode: "anvil", transport: http(stack.devnet.rpcUrl) });
   async function get(s: Service, path: string) {
     const res = await fetch(`${s.url}${path}`);
-    return { status: res.status, body: (await res.json()) as { code?: string; count?: number; index?: { stale: boolean; indexedBlock: number } } };
+    return { status: res.status, body: (await res.json()) as { code?: string; count?: number; index?: { stale: boolean; doubted: boolean; indexedBlock: number } } };
   }
   /** What the service answers of `subject` and of `uid`: the list's uids (or its error code), the count, the record's status, `/readyz`. */
   async function answers(s: Service, subject: string, uid: Hex) {
@@ -190,11 +192,12 @@ describe("the index follower when the chain is rolled back to a shorter one", ()
    * An attestation mined after an `evm_snapshot`, two blocks more, indexed; then `evm_revert`: the node's head is below
    * the checkpoint and its blocks up to there are the index's. The attacker's repro served the dropped attestation as
    * current (200, `/readyz` fresh) until the chain grew back and a backed-off follower looked again, up to
-   * INDEX_STALL_SECONDS if it did not grow. Polls are driven by `catchUp`, so nothing here races a timer.
+   * INDEX_STALL_SECONDS if it did not grow. Polls are driven by `catchUp`, so nothing here races a timer: a grace of
+   * 0 (INDEX_BEHIND_GRACE_SECONDS) doubts at the first such poll, after its second look at the head.
    */
   async function rolledBack(name: string, confirmations: string) {
     const subject = `did:web:${name}.example`;
-    const s = await service(name, { INDEX_CONFIRMATIONS: confirmations });
+    const s = await service(name, { INDEX_CONFIRMATIONS: confirmations, INDEX_BEHIND_GRACE_SECONDS: "0" });
     const kept = (await attest(subject)).toLowerCase() as Hex;
     expect(await s.index.catchUp()).toBe(true);
     const snapshot = await anvil().snapshot();
@@ -206,14 +209,18 @@ describe("the index follower when the chain is rolled back to a shorter one", ()
 
     await anvil().revert({ id: snapshot });
     expect(await head()).toBe(forkPoint);
-    // The first poll that finds the head below the index: not a completed poll, nothing rewound (a backend behind
-    // looks the same), and one poll of grace before reads fail closed.
-    expect(await s.index.catchUp()).toBe(false);
-    expect((await answers(s, subject, dropped)).list).toEqual([dropped, kept]);
-    // The second in a row: every read 503 INDEX_STALE, not ready; the dropped attestation is no answer any more.
+    // The poll that finds the head below the index: not a completed poll, nothing rewound (a backend behind looks the
+    // same); past the grace, every read 503 INDEX_STALE, not ready, the dropped attestation no answer any more.
     expect(await s.index.catchUp()).toBe(false);
     const stale = [503, "INDEX_STALE"];
     expect(await answers(s, subject, dropped)).toEqual({ list: stale, count: stale, one: stale, ready: [503, true] });
+    expect((await get(s, "/readyz")).body.index).toMatchObject({ stale: true, doubted: true });
+    // The operator's view says why: the last completed poll is doubted.
+    const { runOps } = await import("../app/ops.ts");
+    const lines: string[] = [];
+    const env = { RPC_URL: stack.devnet.rpcUrl, TRUST_ANCHORS_PATH: stack.devnet.trustAnchorsPath, DATABASE_PATH: join(stack.dir, `${name}.sqlite`), DATA_DIR: stack.dir };
+    expect(await runOps(["index", "status"], env, (l) => lines.push(l))).toBe(0);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ stale: true, doubted: true });
     return { s, subject, kept, dropped, forkPoint };
   }
 

@@ -130,9 +130,11 @@ export type IndexHead = IndexCheckpoint & {
   /** The chain's head that poll saw; null: none yet. */
   readonly chainHead: bigint | null;
   /**
-   * When a poll last found the chain's head below the index head, its chain otherwise the index's (a backend behind,
-   * or a chain rolled back to a shorter one: {@link IndexStore.doubted}); null or undefined: never. A head doubted at
-   * or after its last completed poll is not fresh.
+   * The completed poll (its `checkedAtMs`) after which the follower found the chain's head below the index head for
+   * longer than its grace, the chain's blocks otherwise the index's (a backend behind, or a chain rolled back to a
+   * shorter one: {@link IndexStore.doubted}); null or undefined: none since the last completed poll. A head whose last
+   * completed poll is doubted is not fresh: the poll's own time is stored, not the doubting instance's clock, so no
+   * two instances' clocks are compared.
    */
   readonly doubtedAtMs?: number | null | undefined;
 };
@@ -274,14 +276,18 @@ export interface IndexStore {
   readonly count: (filter: IndexFilter) => Promise<number>;
   /** The index head and the follower's last completed poll (decisions §21); undefined: nothing indexed yet. */
   readonly head: () => Promise<IndexHead | undefined>;
-  /** Records a completed poll: at `nowMs` the chain's head was `chainHead` and the index held every block up to it. */
+  /**
+   * Records a completed poll: at `nowMs` the chain's head was `chainHead` and the index held every block up to it.
+   * Clears a doubt ({@link doubted}).
+   */
   readonly checked: (nowMs: number, chainHead: bigint) => Promise<void>;
   /**
-   * Records that a poll at `nowMs` found the chain's head below the index head and could not tell a backend behind
-   * from a chain rolled back (the node's blocks it has agree with the index): reads are stale until a poll completes
-   * after it. Nothing to record before a first completed poll (reads are stale then anyway).
+   * Records that the follower's polls since the completed poll of `checkedAtMs` (read before they looked) found the
+   * chain's head below the index head and could not tell a backend behind from a chain rolled back (the node's blocks
+   * agree with the index as far as they go): reads are stale until a poll completes. Nothing when the last completed
+   * poll is another one now (a poll completed meanwhile, on any instance), or none yet; true when recorded.
    */
-  readonly doubted: (nowMs: number) => Promise<void>;
+  readonly doubted: (checkedAtMs: number) => Promise<boolean>;
   /** The stored attestations of these uids (any order; uids the index does not hold, or holds without a record, left out). */
   readonly records: (uids: readonly HexString[]) => Promise<StoredAttestation[]>;
   /** Up to `limit` stored uids whose full record is missing (rows written before records were kept). */

@@ -270,9 +270,9 @@ function indexProgress(sql: SQL, scope: { chainId: number; easAddress: string })
     },
     async checked(nowMs, chainHead) {
       await sql`INSERT INTO index_polls (name, checked_at_ms, chain_head) VALUES (${leaseName}, ${nowMs}, ${chainHead.toString()})
-                ON CONFLICT (name) DO UPDATE SET checked_at_ms = GREATEST(index_polls.checked_at_ms, EXCLUDED.checked_at_ms), chain_head = EXCLUDED.chain_head`;
+                ON CONFLICT (name) DO UPDATE SET checked_at_ms = GREATEST(index_polls.checked_at_ms, EXCLUDED.checked_at_ms), chain_head = EXCLUDED.chain_head, doubted_at_ms = NULL`;
     },
-    doubted: async (nowMs) => void (await sql`UPDATE index_polls SET doubted_at_ms = GREATEST(COALESCE(doubted_at_ms, 0), ${nowMs}) WHERE name = ${leaseName}`),
+    doubted: async (checkedAtMs) => (await sql`UPDATE index_polls SET doubted_at_ms = checked_at_ms WHERE name = ${leaseName} AND checked_at_ms = ${checkedAtMs} RETURNING name`).length > 0,
   };
 }
 

@@ -105,7 +105,7 @@ export const INDEX_ADDED_COLUMNS = [
   ["index_attestations", "revoked_tx_hash", "TEXT"],
   // Issue 43: the subject the record names (its decoded `subject`, normalized), for counts; '' none, NULL not known yet.
   ["index_attestations", "subject", "TEXT"],
-  // When a poll last found the chain's head below the index (IndexStore.doubted); NULL: never.
+  // The completed poll (its checked_at_ms) after which the chain's head stayed below the index (IndexStore.doubted); NULL: none.
   ["index_polls", "doubted_at_ms", "INTEGER"],
   // The forgetting a change of the subject rule began and has not finished (adapters/sql/subject_rules.ts); NULL: none.
   ["index_subject_rules", "forgetting", "TEXT"],

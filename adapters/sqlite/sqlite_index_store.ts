@@ -238,10 +238,11 @@ function indexProgress(db: Database, scope: { chainId: number; easAddress: strin
   };
 
   const polls = db.query<{ checked_at_ms: number; chain_head: number; doubted_at_ms: number | null }, [string]>("SELECT checked_at_ms, chain_head, doubted_at_ms FROM index_polls WHERE name = ?");
-  const saveDoubt = db.query("UPDATE index_polls SET doubted_at_ms = MAX(COALESCE(doubted_at_ms, 0), ?2) WHERE name = ?1");
+  // The doubted poll is named by its own time: no other poll completed since it was read (IndexStore.doubted).
+  const saveDoubt = db.query("UPDATE index_polls SET doubted_at_ms = checked_at_ms WHERE name = ?1 AND checked_at_ms = ?2");
   const savePoll = db.query(
     `INSERT INTO index_polls (name, checked_at_ms, chain_head) VALUES (?1, ?2, ?3)
-     ON CONFLICT (name) DO UPDATE SET checked_at_ms = MAX(index_polls.checked_at_ms, ?2), chain_head = ?3`,
+     ON CONFLICT (name) DO UPDATE SET checked_at_ms = MAX(index_polls.checked_at_ms, ?2), chain_head = ?3, doubted_at_ms = NULL`,
   );
 
   return {
@@ -262,7 +263,7 @@ function indexProgress(db: Database, scope: { chainId: number; easAddress: strin
       savePoll.run(leaseName, nowMs, Number(chainHead));
       return Promise.resolve();
     },
-    doubted: (nowMs) => Promise.resolve(void saveDoubt.run(leaseName, nowMs)),
+    doubted: (checkedAtMs) => Promise.resolve(saveDoubt.run(leaseName, checkedAtMs).changes > 0),
   };
 }
 

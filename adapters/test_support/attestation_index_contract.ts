@@ -77,20 +77,24 @@ export function attestationIndexContract(open: () => Promise<Storage>) {
     expect((await store.records([uid(4), uid(19)])).map((r) => r.uid)).toEqual([uid(4)]);
   });
 
-  test("index: a poll that found the chain's head below the index is recorded beside the last completed one, never moved back", async () => {
+  test("index: a doubt names the completed poll it doubts (its own time, no instance's clock); any poll completed after it clears it", async () => {
     const store = await (await open()).indexStore({ chainId: 31337, easAddress: fresh("0xeas") });
     const hash = (n: number) => `0x${n.toString(16).padStart(64, "c")}` as `0x${string}`;
     await store.append(undefined, [], { blockNumber: 30n, blockHash: hash(30), timestamp: 30n });
     // Before a first completed poll there is nothing to doubt (reads are stale anyway).
-    await store.doubted(1_000);
+    expect(await store.doubted(1_000)).toBe(false);
     expect(await store.head()).toMatchObject({ checkedAtMs: null, doubtedAtMs: null });
     await store.checked(2_000, 30n);
+    // Not the last completed poll (another completed after the doubting instance read it): nothing recorded.
+    expect(await store.doubted(1_500)).toBe(false);
     expect(await store.head()).toMatchObject({ checkedAtMs: 2_000, chainHead: 30n, doubtedAtMs: null });
-    await store.doubted(3_000);
-    await store.doubted(2_500);
-    expect(await store.head()).toMatchObject({ checkedAtMs: 2_000, chainHead: 30n, doubtedAtMs: 3_000 });
-    // A later completed poll is newer than the doubt (reads compare the two: domain/index/store_reads.ts isFresh).
-    await store.checked(4_000, 31n);
-    expect(await store.head()).toMatchObject({ checkedAtMs: 4_000, chainHead: 31n, doubtedAtMs: 3_000 });
+    expect(await store.doubted(2_000)).toBe(true);
+    expect(await store.head()).toMatchObject({ checkedAtMs: 2_000, chainHead: 30n, doubtedAtMs: 2_000 });
+    // A poll completed on an instance whose clock is behind: the poll time is never moved back, and the doubt is gone.
+    await store.checked(1_800, 31n);
+    expect(await store.head()).toMatchObject({ checkedAtMs: 2_000, chainHead: 31n, doubtedAtMs: null });
+    await store.checked(4_000, 32n);
+    expect(await store.doubted(2_000)).toBe(false);
+    expect(await store.head()).toMatchObject({ checkedAtMs: 4_000, chainHead: 32n, doubtedAtMs: null });
   });
 }

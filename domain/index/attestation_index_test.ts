@@ -457,7 +457,7 @@ describe("createIndexFollower(): a chain head below the checkpoint", () => {
     expect(await store.counts()).toEqual({ attestations: 2, tail: 1 });
   });
 
-  test("a head doubted (a poll found the chain below the index) is stale for reads until a poll completes after it", async () => {
+  test("a head doubted (the follower found the chain below the index for its grace) is stale for reads until a poll completes after it", async () => {
     const { store } = await indexed();
     const clock = fakeClock(1_000_000);
     await store.checked(1_000_000, 29n);
@@ -473,7 +473,10 @@ describe("createIndexFollower(): a chain head below the checkpoint", () => {
     const read = () => answers.answer(async (index) => ({ ok: true as const, value: { head: await index.latestBlock() } }));
     expect(await read()).toMatchObject({ ok: true, value: { asOf: { blockNumber: 29 } } });
     clock.set(1_001_000);
-    await store.doubted(1_001_000);
+    // The doubt names the completed poll it doubts; another one (a poll completed since) is not doubted.
+    expect(await store.doubted(999_000)).toBe(false);
+    expect(await read()).toMatchObject({ ok: true });
+    expect(await store.doubted(1_000_000)).toBe(true);
     expect(await read()).toEqual({ ok: false, code: "INDEX_STALE", message: expect.any(String) });
     clock.set(1_002_000);
     await store.checked(1_002_000, 29n);

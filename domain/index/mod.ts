@@ -22,6 +22,7 @@ export {
   INDEX_STALE_MESSAGE,
   type IndexAnswers,
   type IndexStaleCode,
+  isDoubted,
   isFresh,
   type PinnedIndex,
 } from "./store_reads.ts";

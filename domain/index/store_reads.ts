@@ -28,18 +28,24 @@ export type IndexStaleCode = "INDEX_STALE";
 export const INDEX_STALE_MESSAGE = "The attestation index is not keeping up with the chain; try again shortly";
 
 /**
- * Whether a head is fresh at `nowMs`: a poll completed within the stall time (an idle chain's head may be old), and no
- * poll found the chain's head below the index since (`doubtedAtMs`: the chain may have been rolled back past answers
- * the index still gives, docs/attestation_index.md).
+ * Whether a head is fresh at `nowMs`: a poll completed within the stall time (an idle chain's head may be old), and
+ * that poll is not doubted (`doubtedAtMs`, the doubted poll's own `checkedAtMs`: the follower found the chain's head
+ * below the index for longer than its grace since, and the chain may have been rolled back past answers the index still
+ * gives, docs/attestation_index.md). A doubt is a poll's time, not a clock's, so no two instances' clocks are compared.
  */
 export function isFresh(
   head: Pick<IndexHead, "checkedAtMs" | "doubtedAtMs"> | undefined,
   at: { readonly nowMs: number; readonly stallSeconds: number },
 ): boolean {
   const { nowMs, stallSeconds } = at;
-  if (head === undefined || head.checkedAtMs === null) return false;
-  if (head.doubtedAtMs !== undefined && head.doubtedAtMs !== null && head.doubtedAtMs >= head.checkedAtMs) return false;
+  if (head === undefined || head.checkedAtMs === null || isDoubted(head)) return false;
   return nowMs - head.checkedAtMs <= stallSeconds * 1000;
+}
+
+/** Whether a head's last completed poll is doubted (see {@link isFresh}): what `/readyz` and `ops index status` show. */
+export function isDoubted(head: Pick<IndexHead, "checkedAtMs" | "doubtedAtMs"> | undefined): boolean {
+  const doubted = head?.doubtedAtMs;
+  return head?.checkedAtMs !== null && head?.checkedAtMs !== undefined && doubted !== undefined && doubted !== null && doubted >= head.checkedAtMs;
 }
 
 /** The `asOf` of a head. */

@@ -170,12 +170,13 @@ export function fakeIndexStore() {
       );
     },
     checked(nowMs: number, chainHead: bigint) {
-      poll = { ...poll, checkedAtMs: Math.max(poll?.checkedAtMs ?? 0, nowMs), chainHead };
+      poll = { checkedAtMs: Math.max(poll?.checkedAtMs ?? 0, nowMs), chainHead };
       return Promise.resolve();
     },
-    doubted(nowMs: number) {
-      if (poll !== undefined) poll = { ...poll, doubtedAtMs: Math.max(poll.doubtedAtMs ?? 0, nowMs) };
-      return Promise.resolve();
+    doubted(checkedAtMs: number) {
+      if (poll === undefined || poll.checkedAtMs !== checkedAtMs) return Promise.resolve(false);
+      poll = { ...poll, doubtedAtMs: checkedAtMs };
+      return Promise.resolve(true);
     },
     records(uids: readonly HexString[]) {
       const wanted = new Set(uids.map((u) => u.toLowerCase()));
