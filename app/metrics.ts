@@ -20,6 +20,8 @@ export function describeMetrics(metrics: PrometheusMetrics) {
   metrics.describe("ats_x402_settlement_failures_total", "counter", "x402 payments whose settlement failed after the work succeeded (see ops payments list), by purpose");
   metrics.describe("ats_signatures_total", "counter", "Signatures by role (delegate, witness, x402, oauth), backend (env, keystore, jsonrpc, awskms, pkcs11) and outcome: ok, unavailable, timeout, refused");
   metrics.describe("ats_signature_duration_seconds", "histogram", "Time one signature took, by role and backend (a remote signer's round trip included)");
+  metrics.describe("ats_reconcile_rounds_overdue_total", "counter", "Rounds of the submissions' minute of work (a chain's reconciler, the sweep, the pruning) found running one step for 10 minutes (logged reconcile_round_overdue)");
+  metrics.describe("ats_reconcile_rounds_abandoned_total", "counter", "Rounds of the submissions' minute of work given up on after one step ran 15 minutes: a new round started (logged reconcile_round_abandoned)");
   metrics.describe("ats_sponsored_writes_total", "counter", "Controller witness requests (sponsored-write quota use) by outcome: committed or the error code, e.g. sponsored_write_limit_exceeded");
 }
 

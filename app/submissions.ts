@@ -21,6 +21,7 @@ import { settlementConcerns } from "../domain/webhooks/mod.ts";
 import { type Config, confirmationsOf, defaultChain } from "./config.ts";
 import { type WriteChain, writeChains } from "./write_chains.ts";
 import type { Foundation } from "./foundation.ts";
+import type { Clock } from "../ports/clock.ts";
 import type { Logger } from "../ports/logger.ts";
 
 /**
@@ -37,6 +38,16 @@ const RECONCILE_GRACE_MS = 5 * 60_000;
  * the latest block to stand still (QUIET_HEAD_MS, its own 10 minutes) with the node's next block stamped past it.
  */
 const LOST_AFTER_MS = 10 * 60_000;
+
+/**
+ * How long one step of the minute's work (a chain's round, the sweep, the pruning) may run before a tick logs it
+ * overdue (`reconcile_round_overdue`), and before a tick stops waiting for it and starts the next round. Its RPC calls
+ * are bounded (10 s each) but its database calls are not: Bun SQL has no query timeout, and a query whose server
+ * vanished without a word waits for TCP keepalive, hours. Rounds never overlap, so one that never ended stopped
+ * reconciling on this instance for good, in silence (found in review).
+ */
+export const ROUND_OVERDUE_MS = 10 * 60_000;
+export const ROUND_ABANDONED_MS = 15 * 60_000;
 
 /** How long a settled submission stays readable by its id (decisions §23). */
 export const SUBMISSIONS_KEPT_MS = 30 * 24 * 60 * 60_000;
@@ -88,6 +99,8 @@ export async function wireSubmissions(
   // Decisions §30: each attestation chain's submissions and sponsored writes (the witness's, the private relay's) are
   // followed on that chain, by its own reconciler; a sponsored write from before rows named their chain is the default's.
   const several = chains.length > 1;
+  // Asked once at start, every chain at once: a reconciler's rounds never ask it again.
+  const onDemand = await Promise.all(chains.map((on) => minesOnDemandOf(config, f, on)));
   const reconcilers = chains.map((on, i) => ({
     chainId: on.chain.chainId,
     reconcile: createSubmissionReconciler({
@@ -117,14 +130,15 @@ export async function wireSubmissions(
       // onMined): a crash right after a resent transaction is recorded must not leave it charged but missing.
       saveChain: devnet?.checkpoint,
       // A still head's `pending` block proves a deadline passed only where the chain mines on demand: the embedded devnet,
-      // or a chain the operator declares so (CHAINS_FILE `minesOnDemand`); elsewhere it may be a stalled node's.
-      minesOnDemand: minesOnDemand(config, on, devnet !== undefined),
+      // an Anvil or Hardhat node, or a chain the operator declares so (CHAINS_FILE `minesOnDemand`); elsewhere it may
+      // be a stalled node's.
+      minesOnDemand: onDemand[i],
       log,
     }),
   }));
   const reconcile = everyChain(reconcilers, log);
-  const settle = async (graceMs?: number): Promise<number> => {
-    const { report, failed } = await reconcile({ graceMs });
+  const settle = async (graceMs?: number, at?: (step: RoundStep) => void): Promise<number> => {
+    const { report, failed } = await reconcile({ graceMs, at });
     if (report.mined + report.reverted + report.released + report.rebroadcast + report.bumped > 0) log.info("submissions_reconciled", report);
     return failed ? -1 : report.open;
   };
@@ -148,9 +162,7 @@ export async function wireSubmissions(
     Promise.all([storage.idempotency.prune(systemClock.nowMs()), storage.submissions.prune(systemClock.nowMs() - SUBMISSIONS_KEPT_MS)]).catch((error: unknown) =>
       log.warn("idempotency_prune_failed", { error: error instanceof Error ? error.message : String(error) }));
   await pruneKeys();
-  // A minute's work still running when the next minute comes skips that minute: rounds never overlap.
-  const timer = setInterval(oneAtATime(() => settle().then(() => sweep()).then(pruneKeys)), 60_000);
-  timer.unref?.();
+  const timer = everyMinute({ settle: (at) => settle(undefined, at), sweep, prune: pruneKeys }, f);
   return {
     idempotency: createIdempotency({ store: storage.idempotency, clock: systemClock }),
     // The reconciler replaces nothing sooner than FEE_BUMP_AFTER_SECONDS after a record was made (0: never).
@@ -168,6 +180,30 @@ export async function wireSubmissions(
 }
 
 /**
+ * The minute's work on a timer: the reconcilers' rounds, the sweep, the pruning. A minute's work still running when the
+ * next minute comes skips that minute: rounds never overlap, unless one step of it has run ROUND_ABANDONED_MS (a
+ * database call that never answers): then the next round starts (`oneAtATime`).
+ */
+function everyMinute(
+  work: { readonly settle: (at: (step: RoundStep) => void) => Promise<unknown>; readonly sweep: () => Promise<void>; readonly prune: () => Promise<unknown> },
+  f: Pick<Foundation, "log" | "metrics">,
+): ReturnType<typeof setInterval> {
+  const overdue: RoundBounds["overdue"] = (late) => {
+    f.log.warn(late.abandoned ? "reconcile_round_abandoned" : "reconcile_round_overdue", { ageSeconds: Math.round(late.ageMs / 1000), ...late.at });
+    f.metrics.increment(late.abandoned ? "ats_reconcile_rounds_abandoned_total" : "ats_reconcile_rounds_overdue_total");
+  };
+  const timer = setInterval(oneAtATime(async (at) => {
+    await work.settle(at);
+    at({ step: "sweep" });
+    await work.sweep();
+    at({ step: "prune" });
+    await work.prune();
+  }, { clock: systemClock, overdue }), 60_000);
+  timer.unref?.();
+  return timer;
+}
+
+/**
  * One round of every chain's reconciler, one after the other; the reports added up. A chain whose round fails is logged
  * (`reconcile_failed`, naming it) and the chains after it still run: one chain's node answering what a read did not
  * expect ended every later chain's round too, each minute.
@@ -175,11 +211,13 @@ export async function wireSubmissions(
 export function everyChain(
   reconcilers: readonly { readonly chainId: number; readonly reconcile: Reconcile }[],
   log: Pick<Logger, "warn">,
-): (options?: { graceMs?: number | undefined }) => Promise<{ report: ReconcileReport; failed: boolean }> {
+): (options?: { graceMs?: number | undefined; at?: ((step: RoundStep) => void) | undefined }) => Promise<{ report: ReconcileReport; failed: boolean }> {
   return async (options = {}) => {
     const report: ReconcileReport = { mined: 0, reverted: 0, released: 0, rebroadcast: 0, bumped: 0, open: 0 };
     let failed = false;
     for (const { chainId, reconcile } of reconcilers) {
+      // Outside the chain's `try`: a round given up on ends here (see `oneAtATime`), not logged as the chain's failure.
+      options.at?.({ chainId });
       try {
         const one = await reconcile(options.graceMs === undefined ? {} : { graceMs: options.graceMs });
         for (const key of Object.keys(report) as (keyof ReconcileReport)[]) report[key] += one[key];
@@ -192,20 +230,96 @@ export function everyChain(
   };
 }
 
-/** `task` run by a timer, skipped while its last run has not ended. */
-export function oneAtATime(task: () => Promise<unknown>): () => void {
-  let running = false;
+/** Where a round of the minute's work is: one chain's reconciler, the sweep or the pruning. */
+export type RoundStep = { readonly chainId: number } | { readonly step: "sweep" | "prune" };
+
+/** What {@link oneAtATime} bounds a run by: its clock, and where a run past its bounds is told. */
+export type RoundBounds = {
+  readonly clock: Clock;
+  /**
+   * Told once a run whose current step has run {@link ROUND_OVERDUE_MS} (`abandoned` false), and when a tick gives up
+   * on it after {@link ROUND_ABANDONED_MS} (`abandoned` true), with the step's age and where it is.
+   */
+  readonly overdue: (late: { readonly ageMs: number; readonly at: RoundStep | undefined; readonly abandoned: boolean }) => void;
+};
+
+/** Thrown by a given-up run's next step: it ends there, leaving the rest of the minute's work to the run after it. */
+const ABANDONED = new Error("Reconcile round abandoned");
+
+/**
+ * `task` run by a timer, skipped while its last run has not ended. With `bounds`, a run whose current step (the task
+ * tells each with `at`) has run ROUND_OVERDUE_MS is told once a run, and once it has run ROUND_ABANDONED_MS the tick
+ * stops waiting for it and starts a new run: a call that never answers (a database query, which has no timeout) held
+ * every later run back for good. The run given up on, should its call ever answer, ends at its next step. Until then
+ * the two overlap, which is safe: a row's resend is the same signed bytes (one hash, landing at most once), an outcome
+ * is recorded by its book's conditional write, and the chain's reconciler starts its own new round for the new run
+ * (domain/delegation/submission_reconciler.ts, sooner than this bound, so never shares the stuck one).
+ */
+export function oneAtATime(task: (at: (step: RoundStep) => void) => Promise<unknown>, bounds?: RoundBounds): () => void {
+  type Run = { sinceMs: number; at: RoundStep | undefined; told: boolean; abandoned: boolean };
+  let running: Run | undefined;
   return () => {
-    if (running) return;
-    running = true;
-    void task().finally(() => running = false);
+    if (running !== undefined) {
+      if (bounds === undefined) return;
+      const ageMs = bounds.clock.nowMs() - running.sinceMs;
+      if (ageMs < ROUND_OVERDUE_MS) return;
+      if (ageMs < ROUND_ABANDONED_MS) {
+        if (!running.told) bounds.overdue({ ageMs, at: running.at, abandoned: false });
+        running.told = true;
+        return;
+      }
+      running.abandoned = true;
+      bounds.overdue({ ageMs, at: running.at, abandoned: true });
+    }
+    const run: Run = { sinceMs: bounds?.clock.nowMs() ?? 0, at: undefined, told: false, abandoned: false };
+    running = run;
+    // Each step is timed from its start: a round of many chains, each quick, is not stuck.
+    const at = (step: RoundStep) => {
+      if (run.abandoned) throw ABANDONED;
+      run.at = step;
+      run.sinceMs = bounds?.clock.nowMs() ?? 0;
+    };
+    void task(at).catch((error: unknown) => {
+      if (error !== ABANDONED) throw error;
+    }).finally(() => {
+      if (running === run) running = undefined;
+    });
   };
 }
 
-/** Whether a chain mines only on demand: declared in CHAINS_FILE, else the embedded devnet's (Anvil mines on demand). */
-function minesOnDemand(config: Pick<Config, "chains">, on: WriteChain, devnet: boolean): boolean {
-  const configured = config.chains.list.find((c) => c.chainId === on.chain.chainId || c.caip2 === on.chain.caip2);
-  return configured?.minesOnDemand ?? devnet;
+/** Whether a chain mines only on demand (see {@link minesOnDemand}), its node asked through the chain's own client. */
+function minesOnDemandOf(config: Pick<Config, "chains">, f: Foundation, on: WriteChain): Promise<boolean> {
+  const configured = config.chains.list.find((c) => c.chainId === on.chain.chainId || c.caip2 === on.chain.caip2)?.minesOnDemand;
+  // A chain whose node did not answer at start waits behind its gate (app/chain_checks.ts): not asked, the start goes on.
+  const answered = f.devnet === undefined && f.heldChains().get(on.chain.caip2) === "checked";
+  return minesOnDemand({ configured, devnet: f.devnet !== undefined }, answered ? on.eas.client : undefined, {
+    found: (clientVersion) => f.log.info("chain_mines_on_demand", { chainId: on.chain.chainId, clientVersion }),
+  });
+}
+
+/** How an Anvil (`anvil/v1.2.0`) and a Hardhat node (`HardhatNetwork/2.22.0/…`) name themselves in `web3_clientVersion`. */
+const ON_DEMAND_NODE = /^(anvil|hardhatnetwork)\//i;
+
+/**
+ * Whether a chain mines only on demand: as CHAINS_FILE declares it (`minesOnDemand`, true or false), else on the
+ * embedded devnet (its Anvil does), else when its node (asked `web3_clientVersion` once, at start) is an Anvil or a
+ * Hardhat node. Those are development chains, which mine when they have transactions: an Anvil reached through
+ * `RPC_URL` (the compose and Kubernetes devnets) was not taken for one, and a relay record whose resends got no verdict
+ * stayed 409 `DUPLICATE` until some other transaction was mined (found in review). One started with a block time moves
+ * its head every block, so the rule it opens never applies there. A node that does not answer, or names itself
+ * otherwise (geth, reth, Besu, a provider), is not on demand: a stalled node's head stands still too.
+ */
+export async function minesOnDemand(
+  chain: { readonly configured: boolean | undefined; readonly devnet: boolean },
+  node: { readonly request: (call: { method: "web3_clientVersion" }) => Promise<unknown> } | undefined,
+  options: { readonly found?: ((clientVersion: string) => void) | undefined } = {},
+): Promise<boolean> {
+  if (chain.configured !== undefined) return chain.configured;
+  if (chain.devnet) return true;
+  const version = await node?.request({ method: "web3_clientVersion" }).catch(() => undefined);
+  const onDemand = typeof version === "string" && ON_DEMAND_NODE.test(version);
+  if (onDemand) options.found?.(version);
+  return onDemand;
 }
 
 /** Decisions §30: with several attestation chains, a submission's view names its chain and counts on its head. */

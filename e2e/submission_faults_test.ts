@@ -542,3 +542,38 @@ describe("a relay transaction whose resends get no verdict, on a chain that mine
     db.close();
   });
 });
+
+describe("an Anvil reached through RPC_URL (the compose and Kubernetes devnets; found in review)", () => {
+  test("is taken for a chain that mines on demand: its node is asked web3_clientVersion once, at start, never per request", async () => {
+    const { startService } = await import("../app/service.ts");
+    const { readConfig } = await import("../app/config.ts");
+    const methods: string[] = [];
+    proxy.onCall = (call) => void methods.push(call.method);
+    const lines: { event: string; fields?: Record<string, unknown> }[] = [];
+    const note = (event: string, fields?: Record<string, unknown>) => void lines.push({ event, fields });
+    const service = await startService(readConfig({
+      PORT: "0",
+      RPC_URL: proxy.url,
+      TRUST_ANCHORS_PATH: stack.devnet.trustAnchorsPath,
+      DELEGATE_PRIVATE_KEY: stack.devnet.keys.delegate,
+      WITNESS_PRIVATE_KEY: stack.devnet.keys.witness,
+      DATABASE_PATH: join(stack.dir, "on-demand.sqlite"),
+      DATA_DIR: stack.dir,
+      INDEX_FOLLOW: "false",
+    }), { log: { debug: () => {}, info: note, warn: note, error: note } });
+    try {
+      expect(lines.filter((l) => l.event === "chain_mines_on_demand")).toEqual([
+        { event: "chain_mines_on_demand", fields: { chainId: stack.devnet.chainId, clientVersion: expect.stringMatching(/^anvil\//) } },
+      ]);
+      expect(methods.filter((m) => m === "web3_clientVersion")).toHaveLength(1);
+      // Requests that read the chain (a write here would be refused: the test before moved the node's clock past its
+      // signature's deadline) ask nothing more of it.
+      const attester = privateKeyToAccount(generatePrivateKey()).address;
+      for (let i = 0; i < 3; i++) expect((await fetch(`${service.url}/v1/nonce?attester=${attester}`)).status).toBe(200);
+      expect(methods).toContain("eth_call");
+      expect(methods.filter((m) => m === "web3_clientVersion")).toHaveLength(1);
+    } finally {
+      await service.stop();
+    }
+  });
+});

@@ -86,6 +86,9 @@ export type SubmissionReconcilerDeps = {
   readonly saveChain?: (() => Promise<void>) | undefined;
 };
 
+/** A round running this long is not shared: shorter than the app's give-up (15 minutes) that calls for a new one. */
+const ROUND_SHARED_MS = 10 * 60_000;
+
 /** Replacements are forgotten a week after they were signed; every submission is settled long before. */
 const REPLACEMENTS_KEPT_MS = 7 * 86_400_000;
 
@@ -130,9 +133,20 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
   const silentSince = new Map<string, number>();
   const deadlines = deadlineWatch({ ...deps, minesOnDemand: deps.minesOnDemand === true });
   // One round at a time: a call while one runs gets that round's report, its own `graceMs` unused (rounds overlapping
-  // shared the head's watch and the rows' silences, and sent the same rows' bytes twice).
-  let running: Promise<ReconcileReport> | undefined;
-  return (options = {}) => running ??= reconcileOnce(options).finally(() => running = undefined);
+  // shared the head's watch and the rows' silences, and sent the same rows' bytes twice), unless it has run
+  // ROUND_SHARED_MS: a call that never answers (a database query has no timeout) held this chain's rounds for good
+  // (found in review). Overlapping then is safe, as two instances' rounds are: the same bytes resent, an outcome kept
+  // only on a row still open. The stuck round, should it end, leaves the new one running.
+  let running: { readonly round: Promise<ReconcileReport>; readonly sinceMs: number } | undefined;
+  return (options = {}) => {
+    const sinceMs = deps.clock.nowMs();
+    if (running !== undefined && sinceMs - running.sinceMs < ROUND_SHARED_MS) return running.round;
+    const round: Promise<ReconcileReport> = reconcileOnce(options).finally(() => {
+      if (running?.round === round) running = undefined;
+    });
+    running = { round, sinceMs };
+    return round;
+  };
   async function reconcileOnce(options: { graceMs?: number }) {
     const now = deps.clock.nowMs();
     const graceMs = options.graceMs ?? deps.graceMs;

@@ -1063,3 +1063,33 @@ describe("writes given back on a cause that proves nothing (found in review)", (
     expect(causes(ledger).late).toEqual(["released", "silence"]);
   });
 });
+
+describe("a round that never ends (found in review)", () => {
+  test("a round running 10 minutes is no longer shared: the call starts its own, and the stuck one ending later leaves it running", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = fakeReplayStore();
+    // The book's reads answer only when told: the first never on its own (a query whose database vanished).
+    const answers: (() => void)[] = [];
+    const book = { ...replayBook(replay, 1), open: () => new Promise<never[]>((resolve) => answers.push(() => resolve([]))) };
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [book], txStatus: fakeChain({}), clock, graceMs: 0, lostAfterMs: 600_000 });
+    const stuck = reconcile();
+    clock.set(1_000_000 + 599_999);
+    expect(reconcile()).toBe(stuck);
+    expect(answers).toHaveLength(1);
+    // Before, every later call was handed the stuck round: this chain was never reconciled again.
+    clock.set(1_000_000 + 600_000);
+    const next = reconcile();
+    expect(next).not.toBe(stuck);
+    expect(answers).toHaveLength(2);
+    // The stuck round ends at last: the new one is still the one a call shares.
+    answers[0]!();
+    expect(await stuck).toMatchObject({ open: 0 });
+    expect(reconcile()).toBe(next);
+    answers[1]!();
+    expect(await next).toMatchObject({ open: 0 });
+    // Both ended: the next call is a round of its own.
+    void reconcile();
+    expect(answers).toHaveLength(3);
+    answers[2]!();
+  });
+});
