@@ -63,11 +63,12 @@ export async function runOps(args: readonly string[], env: Readonly<Record<strin
     if (group === "oauth" && command === "revoke-signer-key") return await revokeOAuthKey(rest[0]!, config, storage, out);
     if (group === "oauth") return await rotateOAuthKey(config, storage, out);
     const { accounts, ledger } = storage;
-    const year = quotaYear(systemClock.nowMs());
+    const nowMs = systemClock.nowMs();
+    const year = quotaYear(nowMs);
     const limitOf = (plan: "free" | "paid") => plan === "free" ? config.accounts.freePlanAnnualWrites : config.accounts.paidPlanAnnualWrites;
     if (command === "list") {
       for (const account of await accounts.listAccounts()) {
-        const usage = await ledger.usage(account.id, year);
+        const usage = await ledger.usage(account.id, year, { nowMs });
         out(JSON.stringify({
           id: account.id,
           address: account.address,

@@ -155,8 +155,17 @@ export type WriteUsage = { readonly used: number; readonly reserved: number };
 
 /** The sponsored-write quota: reserve before submission, commit on success, release on failure. */
 export interface SponsoredWriteLedger {
-  readonly usage: (accountId: string, year: number) => Promise<WriteUsage>;
-  /** Atomically reserves one write unless `used + reserved` already reaches `limit`; false when none is left. */
+  /**
+   * The account's writes charged to `year`: `used`, the committed ones; `reserved`, the open ones and, with `nowMs`,
+   * those given back on an unproven cause (`UNPROVEN_RELEASES`) less than `GIVEN_BACK_WATCH_MS` before it, since such a
+   * write may still land and be charged (found in review: with a limit of 1, a write given back for its silence, a
+   * second one reserved and committed, then the first mined, left the account at 2). Without `nowMs`, the open ones only.
+   */
+  readonly usage: (accountId: string, year: number, options?: { readonly nowMs?: number | undefined }) => Promise<WriteUsage>;
+  /**
+   * Atomically reserves one write unless `used + reserved` already reaches `limit` (counted as `usage` counts at the
+   * reservation's `createdAtMs`); false when none is left.
+   */
   readonly reserve: (reservation: WriteReservation, limit: number) => Promise<boolean>;
   /** Stores the signed transaction before it is sent; false when the write is no longer `reserved` (released). */
   readonly markSigned: (id: string, tx: SignedTx, nowMs: number) => Promise<boolean>;
@@ -164,7 +173,8 @@ export interface SponsoredWriteLedger {
   readonly markSent: (id: string, nowMs: number) => Promise<void>;
   /**
    * Charges a write whose transaction was mined: an open one, or one given back on an unproven cause (`UNPROVEN_RELEASES`:
-   * it landed after all, decisions §15 "charges a mined witness"); one given back on a proven cause stays as it is.
+   * it landed after all, decisions §15 "charges a mined witness") less than `GIVEN_BACK_WATCH_MS` before `nowMs`, while
+   * its quota is still held for it (`usage`); one given back on a proven cause, or longer ago, stays as it is.
    */
   readonly commit: (
     id: string,

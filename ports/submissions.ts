@@ -73,21 +73,31 @@ export type PendingBlock = { readonly parentHash: HexString; readonly timestamp:
 
 /**
  * Why a submission (or a sponsored write) was given back. Proven, nothing of it can land: `unsent` (nothing was signed,
- * or the node provably never took it: the request's own release), `refused` (the node refused its stored bytes),
- * `reverted` (mined, and reverted), `replaced` (its nonce taken by another transaction, nothing it spends spent),
- * `deadline` (the chain passed its signatures' deadline with its nonce free). Unproven ({@link UNPROVEN_RELEASES}):
- * `silence` (its resends had no verdict for the reconciler's `lostAfterMs`, a transaction carrying no deadline) and
- * `lost` (a row stored with its hash only, unknown to the node): the transaction may still land.
+ * or the node provably never took it: the request's own release), `refused` (the node refused the bytes' first send,
+ * so they were never broadcast), `reverted` (mined, and reverted), `replaced` (its nonce taken by another transaction,
+ * nothing it spends spent, read so on two rounds apart for a sponsored write), `deadline` (the chain passed its
+ * signatures' deadline with its nonce free). Unproven ({@link UNPROVEN_RELEASES}): `silence` (its resends had no
+ * verdict for the reconciler's `lostAfterMs`, a transaction carrying no deadline), `lost` (a row stored with its hash
+ * only, unknown to the node) and `resend-refused` (the node refused a resend of bytes already broadcast, the wallet's
+ * nonce still free, a transaction carrying no deadline): the transaction may still land. A resend's refusal ("nonce
+ * too low", "already known" by another name, an underpriced copy) proves nothing: the first copy may be mined, or held
+ * in another node's pool (adapters/chain/_tx_delivery.ts reads a retried send's refusal the same way).
  */
-export type ReleaseCause = "unsent" | "refused" | "reverted" | "replaced" | "deadline" | "silence" | "lost";
+export type ReleaseCause = "unsent" | "refused" | "reverted" | "replaced" | "deadline" | "silence" | "lost" | "resend-refused";
 
 /**
  * The causes of a release that prove nothing: such a write is not known to have failed (nor to have been written), so a
  * retry under its `Idempotency-Key` is told its outcome is unknown, its payment stays `work_unknown`, and the reconciler
- * keeps looking its transaction up (`SubmissionBook.givenBack`). A release whose cause was not recorded (before causes
- * were) counts as one.
+ * keeps looking its transaction up (`SubmissionBook.givenBack`) for {@link GIVEN_BACK_WATCH_MS}, while its quota stays
+ * reserved. A release whose cause was not recorded (before causes were) counts as one.
  */
-export const UNPROVEN_RELEASES: readonly ReleaseCause[] = ["silence", "lost"];
+export const UNPROVEN_RELEASES: readonly ReleaseCause[] = ["silence", "lost", "resend-refused"];
+
+/**
+ * How long after its release a write given back on an unproven cause is still looked up (an Idempotency-Key's life),
+ * and counted as reserved in its account's quota: it may land, and be charged, until then.
+ */
+export const GIVEN_BACK_WATCH_MS = 24 * 60 * 60_000;
 
 /** Where a submission stands while it is not settled. */
 export type OpenState = "checked" | "signed" | "sent";
@@ -101,6 +111,9 @@ export type OpenSubmission = {
   readonly txHash: string | null;
   readonly createdAtMs: number;
 };
+
+/** A submission given back on an unproven cause, with when it was (the reconciler's looks are timed from it). */
+export type GivenBackSubmission = OpenSubmission & { readonly releasedAtMs: number };
 
 /**
  * One durable record of submissions (delegated attestations, witnesses) seen by the reconciler: the rows
@@ -132,11 +145,12 @@ export interface SubmissionBook {
   readonly release: (id: string, cause?: ReleaseCause | undefined) => Promise<void>;
   /**
    * The rows this book gave back on an unproven cause ({@link UNPROVEN_RELEASES}) since `releasedSinceMs`: the
-   * reconciler still looks their transactions up, never sends them again, and records one found mined (`mined`:
-   * charged after all), and one found reverted or replaced (`reverted`, `release` with its proven cause). Absent: the
-   * book forgets what it gives back (the replay records: the signature is accepted again).
+   * reconciler still looks their transactions up (a capped number a round, each less often as it ages), never sends them
+   * again, and records one found mined (`mined`: charged after all), and one found reverted or replaced (`reverted`,
+   * `release` with its proven cause). Absent: the book forgets what it gives back (the replay records: the signature is
+   * accepted again).
    */
-  readonly givenBack?: ((releasedSinceMs: number) => Promise<OpenSubmission[]>) | undefined;
+  readonly givenBack?: ((releasedSinceMs: number) => Promise<GivenBackSubmission[]>) | undefined;
   /**
    * Whether what the submission would spend is spent already although its transaction cannot be found (for a
    * delegated attestation: the attester's EAS nonce moved past the signature's); undefined when it cannot be told.

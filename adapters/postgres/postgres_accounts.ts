@@ -11,7 +11,7 @@ import type {
   WriteState,
 } from "../../ports/accounts.ts";
 import type { HexString } from "../../ports/eas.ts";
-import { type ReleaseCause, UNPROVEN_RELEASES } from "../../ports/submissions.ts";
+import { GIVEN_BACK_WATCH_MS, type ReleaseCause, UNPROVEN_RELEASES } from "../../ports/submissions.ts";
 
 /**
  * Advisory lock spaces (two-key form) of sign-in challenge creation: one lock per client, then one per wallet. The
@@ -199,21 +199,24 @@ export function createPostgresAccountStore(sql: SQL): AccountStore {
 /** The sponsored-write quota in PostgreSQL: a reservation under a per-account advisory lock, across every instance. */
 export function createPostgresWriteLedger(sql: SQL): SponsoredWriteLedger {
   const unproven = () => sql.array([...UNPROVEN_RELEASES], "TEXT");
-  const usage = async (db: SQL, accountId: string, year: number) => {
+  // A write given back unproven since `since` may still land and be charged: its quota is held until then.
+  const usage = async (db: SQL, accountId: string, year: number, nowMs: number | undefined) => {
+    const since = nowMs === undefined ? Number.MAX_SAFE_INTEGER : nowMs - GIVEN_BACK_WATCH_MS;
     const [row]: Row[] = await db`
       SELECT COUNT(*) FILTER (WHERE state = 'committed') AS used,
-             COUNT(*) FILTER (WHERE state IN ('reserved', 'signed', 'broadcast')) AS reserved
+             COUNT(*) FILTER (WHERE state IN ('reserved', 'signed', 'broadcast')
+                              OR (state = 'released' AND release_cause = ANY(${unproven()}) AND updated_at_ms >= ${since})) AS reserved
         FROM sponsored_writes WHERE account_id = ${accountId} AND year = ${year}`;
     return { used: num(row!.used), reserved: num(row!.reserved) };
   };
 
   const ledger: SponsoredWriteLedger = {
-    usage: (accountId, year) => usage(sql, accountId, year),
+    usage: (accountId, year, options) => usage(sql, accountId, year, options?.nowMs),
     async reserve(r, limit) {
       return await sql.begin(async (tx) => {
         // One reservation at a time per account, across every instance.
         await tx`SELECT pg_advisory_xact_lock(hashtext(${r.accountId}))`;
-        const now = await usage(tx, r.accountId, r.year);
+        const now = await usage(tx, r.accountId, r.year, r.createdAtMs);
         if (now.used + now.reserved >= limit) return false;
         await tx`INSERT INTO sponsored_writes (id, account_id, year, fingerprint, state, created_at_ms, updated_at_ms, chain_id)
                  VALUES (${r.id}, ${r.accountId}, ${r.year}, ${r.fingerprint}, 'reserved', ${r.createdAtMs}, ${r.createdAtMs}, ${r.chainId ?? null})`;
@@ -235,7 +238,8 @@ export function createPostgresWriteLedger(sql: SQL): SponsoredWriteLedger {
       await sql`UPDATE sponsored_writes SET state = 'committed', tx_hash = ${outcome.txHash}, uid = ${outcome.uid},
                        block_number = ${outcome.blockNumber.toString()}, updated_at_ms = ${nowMs}
                  WHERE id = ${id} AND (state IN ('reserved', 'signed', 'broadcast')
-                       OR (state = 'released' AND release_cause = ANY(${unproven()})))`;
+                       OR (state = 'released' AND release_cause = ANY(${unproven()})
+                           AND updated_at_ms >= ${nowMs - GIVEN_BACK_WATCH_MS}))`;
     },
     // An open write is given back with its cause; one given back unproven takes a proven cause found later.
     async release(id, nowMs, cause) {

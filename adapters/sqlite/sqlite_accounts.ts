@@ -11,7 +11,7 @@ import type {
   WriteState,
 } from "../../ports/accounts.ts";
 import type { HexString } from "../../ports/eas.ts";
-import { type ReleaseCause, UNPROVEN_RELEASES } from "../../ports/submissions.ts";
+import { GIVEN_BACK_WATCH_MS, type ReleaseCause, UNPROVEN_RELEASES } from "../../ports/submissions.ts";
 import { UNPROVEN_RELEASE_LIST } from "../sql/accounts.ts";
 
 type AccountRow = { id: string; address: string; plan: string; created_at_ms: number; display_name: string | null };
@@ -238,11 +238,15 @@ export function createSqliteAccountStore(db: Database): AccountStore {
  * the last write.
  */
 export function createSqliteWriteLedger(db: Database): SponsoredWriteLedger {
-  const count = db.query<{ used: number; reserved: number }, [string, number]>(
+  // A write given back unproven since `$since` may still land and be charged: its quota is held until then.
+  const count = db.query<{ used: number; reserved: number }, { accountId: string; year: number; since: number }>(
     `SELECT COALESCE(SUM(state = 'committed'), 0) AS used,
-            COALESCE(SUM(state IN ('reserved', 'signed', 'broadcast')), 0) AS reserved
-       FROM sponsored_writes WHERE account_id = ? AND year = ?`,
+            COALESCE(SUM(state IN ('reserved', 'signed', 'broadcast')
+                         OR (state = 'released' AND release_cause IN (${UNPROVEN_RELEASE_LIST}) AND updated_at_ms >= $since)), 0) AS reserved
+       FROM sponsored_writes WHERE account_id = $accountId AND year = $year`,
   );
+  const held = (accountId: string, year: number, nowMs: number | undefined) =>
+    count.get({ accountId, year, since: nowMs === undefined ? Number.MAX_SAFE_INTEGER : nowMs - GIVEN_BACK_WATCH_MS })!;
   const insert = db.query(
     `INSERT INTO sponsored_writes (id, account_id, year, fingerprint, state, created_at_ms, updated_at_ms, chain_id)
      VALUES ($id, $accountId, $year, $fingerprint, 'reserved', $createdAtMs, $createdAtMs, $chainId)`,
@@ -260,7 +264,7 @@ export function createSqliteWriteLedger(db: Database): SponsoredWriteLedger {
     `UPDATE sponsored_writes SET state = 'committed', tx_hash = $txHash, uid = $uid, block_number = $blockNumber,
             updated_at_ms = $nowMs
       WHERE id = $id AND (state IN ('reserved', 'signed', 'broadcast')
-            OR (state = 'released' AND release_cause IN (${UNPROVEN_RELEASE_LIST})))`,
+            OR (state = 'released' AND release_cause IN (${UNPROVEN_RELEASE_LIST}) AND updated_at_ms >= $since))`,
   );
   // An open write is given back with its cause; one given back unproven takes a proven cause found later.
   const release = db.query(
@@ -279,7 +283,7 @@ export function createSqliteWriteLedger(db: Database): SponsoredWriteLedger {
   const find = db.query<WriteRow, [string]>("SELECT * FROM sponsored_writes WHERE id = ?");
 
   const reserve = db.transaction((reservation: Parameters<SponsoredWriteLedger["reserve"]>[0], limit: number) => {
-    const usage = count.get(reservation.accountId, reservation.year)!;
+    const usage = held(reservation.accountId, reservation.year, reservation.createdAtMs);
     if (usage.used + usage.reserved >= limit) return false;
     insert.run({
       id: reservation.id,
@@ -293,8 +297,8 @@ export function createSqliteWriteLedger(db: Database): SponsoredWriteLedger {
   });
 
   return {
-    usage(accountId, year) {
-      const row = count.get(accountId, year)!;
+    usage(accountId, year, options) {
+      const row = held(accountId, year, options?.nowMs);
       return Promise.resolve({ used: row.used, reserved: row.reserved });
     },
     reserve: (reservation, limit) => Promise.resolve(reserve.immediate(reservation, limit)),
@@ -307,7 +311,8 @@ export function createSqliteWriteLedger(db: Database): SponsoredWriteLedger {
       return Promise.resolve();
     },
     commit(id, outcome, nowMs) {
-      commit.run({ id, txHash: outcome.txHash, uid: outcome.uid, blockNumber: outcome.blockNumber.toString(), nowMs });
+      const since = nowMs - GIVEN_BACK_WATCH_MS;
+      commit.run({ id, txHash: outcome.txHash, uid: outcome.uid, blockNumber: outcome.blockNumber.toString(), nowMs, since });
       return Promise.resolve();
     },
     release(id, nowMs, cause) {

@@ -99,4 +99,38 @@ export function writeLedgerContract(open: () => Promise<Storage>) {
     await ledger.release(silent, 40, "reverted");
     expect((await ledger.find(silent))?.state).toBe("committed");
   });
+  test("a write given back on a cause that proves nothing holds its quota while it is looked up (24 hours from its release), and is charged only then", async () => {
+    // Found in review: with a limit of 1, a write given back for its silence, a second one reserved and committed, then
+    // the first mined and committed by the reconciler's look, left the account at 2 writes of 1.
+    const DAY_MS = 24 * 60 * 60_000;
+    const { accounts, ledger } = await open();
+    const { account } = await accounts.findOrCreateAccount(fresh("0xh"), fresh("acct"), 0);
+    const r = (id: string, createdAtMs: number) => ({ id, accountId: account.id, year: 2026, fingerprint: id, createdAtMs });
+    const [silent, second, resent, third] = [fresh("hs"), fresh("h2"), fresh("hr"), fresh("h3")];
+    expect(await ledger.reserve(r(silent, 1), 1)).toBe(true);
+    expect(await ledger.markSigned(silent, signedTx(`0x${silent}`, 1), 2)).toBe(true);
+    await ledger.markSent(silent, 3);
+    await ledger.release(silent, 1_000, "silence");
+    expect(await ledger.reserve(r(second, 2_000), 1)).toBe(false);
+    expect(await ledger.usage(account.id, 2026, { nowMs: 2_000 })).toEqual({ used: 0, reserved: 1 });
+    // Without the time, the open writes only.
+    expect(await ledger.usage(account.id, 2026)).toEqual({ used: 0, reserved: 0 });
+    // Mined after all: charged once, the limit kept.
+    await ledger.commit(silent, { txHash: `0x${silent}`, uid: null, blockNumber: 8n }, 3_000);
+    expect(await ledger.usage(account.id, 2026, { nowMs: 3_000 })).toEqual({ used: 1, reserved: 0 });
+    // A proven cause frees the quota at once; an unproven one at the end of its day, when it is no longer charged.
+    expect(await ledger.reserve(r(resent, 4_000), 3)).toBe(true);
+    expect(await ledger.markSigned(resent, signedTx(`0x${resent}`, 2), 4_000)).toBe(true);
+    await ledger.release(resent, 5_000, "resend-refused");
+    expect(await ledger.reserve(r(third, 5_001), 3)).toBe(true);
+    expect(await ledger.reserve(r(fresh("h4"), 5_002), 3)).toBe(false);
+    await ledger.release(resent, 6_000, "replaced");
+    expect(await ledger.usage(account.id, 2026, { nowMs: 6_001 })).toEqual({ used: 1, reserved: 1 });
+    await ledger.release(third, 7_000, "lost");
+    expect(await ledger.usage(account.id, 2026, { nowMs: 7_000 + DAY_MS - 1 })).toEqual({ used: 1, reserved: 1 });
+    expect(await ledger.usage(account.id, 2026, { nowMs: 7_000 + DAY_MS + 1 })).toEqual({ used: 1, reserved: 0 });
+    await ledger.commit(third, { txHash: "0xlate", uid: null, blockNumber: 9n }, 7_000 + DAY_MS + 1);
+    expect((await ledger.find(third))?.state).toBe("released");
+    expect((await ledger.givenBackUnproven(0)).filter((w) => w.accountId === account.id).map((w) => w.id)).toEqual([third]);
+  });
 }

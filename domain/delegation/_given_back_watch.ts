@@ -1,27 +1,90 @@
 /**
  * The reconciler's look at writes it gave back on a cause that proves nothing (ports/submissions.ts
- * `UNPROVEN_RELEASES`: no verdict on a witness's resends for `lostAfterMs`, a hash-only row the node does not know).
- * Such a transaction may still land, and decisions §15 charges a mined witness: for {@link GIVEN_BACK_WATCH_MS} after
- * its release each round asks the chain about every transaction of the write (the stored one and its fee bumps), by
- * hash, and never sends one again (its quota was given back: only what the chain did is recorded):
+ * `UNPROVEN_RELEASES`: no verdict on a witness's resends for `lostAfterMs`, a hash-only row the node does not know, a
+ * resend the node refused). Such a transaction may still land, and decisions §15 charges a mined witness: for
+ * {@link GIVEN_BACK_WATCH_MS} after its release the reconciler asks the chain about every transaction of the write (the
+ * stored one and its fee bumps), by hash, and never sends one again (only what the chain did is recorded):
  * - one mined: the write is recorded mined (`SubmissionBook.mined`: charged, as if it had never been given back);
  * - one reverted: its nonce is spent with nothing written, recorded as reverted (the release now proven);
- * - every one replaced (the wallet's nonce moved past it, in no block): given back again as `replaced`, proven, unless
- *   what it spends is spent (then it landed: mined) or that cannot be told (looked at again next round);
- * - anything else (unknown to the node, held in its pool, a failed read): looked at again next round.
+ * - every one replaced (the wallet's nonce moved past it, in no block), read so on two looks at least
+ *   {@link REPLACED_CONFIRM_MS} apart: given back again as `replaced`, proven, unless what it spends is spent (then it
+ *   landed: mined) or that cannot be told (looked at again later);
+ * - anything else (unknown to the node, held in its pool, a failed read): looked at again later.
  * A write proven either way leaves the watch; one still unproven after it stays given back on its cause, and a retry
  * under its `Idempotency-Key` (kept 24 hours from the request, before the release) is never told it failed.
+ *
+ * What it costs the node is bounded (found in review: every such write was read every round, on every instance, for a
+ * day, 2 to 5 calls a transaction): a write is looked at 1, 2, 4, … minutes after its release, then hourly
+ * ({@link nextLookMs}: about 30 looks in its day), at most {@link GIVEN_BACK_PER_ROUND} a round, the longest due
+ * first (the others wait for the next round); and a write whose wallet's count at the latest block is at most its
+ * nonce is not asked about at all (its transactions share that nonce: none is in a block yet), that count read once a
+ * round per wallet. Only when the count cannot be read are its transactions asked about one by one.
  * Before, a write released for its silence was forgotten: landing later, it was never charged.
  */
 import type { HexString, SignedTx } from "../../ports/eas.ts";
-import type { OpenSubmission, SubmissionBook, TxStatus, TxStatusReader } from "../../ports/submissions.ts";
+import {
+  type BlockStamp,
+  GIVEN_BACK_WATCH_MS,
+  type GivenBackSubmission,
+  type SubmissionBook,
+  type TxStatus,
+  type TxStatusReader,
+} from "../../ports/submissions.ts";
 import type { TxReplacementStore } from "../../ports/tx_replacements.ts";
 
-/** How long after its release a write given back on an unproven cause is still looked up: an Idempotency-Key's life. */
-export const GIVEN_BACK_WATCH_MS = 24 * 60 * 60_000;
+export { GIVEN_BACK_WATCH_MS };
 
-/** What the watch needs of its reconciler's round. */
-export type GivenBackWatch = {
+/** At most this many given-back writes are looked up a round; the others wait for the next. */
+export const GIVEN_BACK_PER_ROUND = 20;
+
+/** A write's first look, a minute after its release; each gap then doubles, up to an hour. */
+const FIRST_LOOK_MS = 60_000;
+const MAX_LOOK_GAP_MS = 60 * 60_000;
+
+/**
+ * How far apart two readings of "replaced" must be before a sponsored write is given back as proven `replaced`. One
+ * reading rests on the absence of a receipt, and a load-balanced provider may answer the nonce from a backend at the
+ * head and the receipt from one behind it (found in review); a backend still behind minutes later is not expected.
+ */
+export const REPLACED_CONFIRM_MS = 5 * 60_000;
+
+/** When a write released at `releasedAtMs` is next looked up: a minute after, then as long again as it has been, ≤ an hour. */
+export function nextLookMs(releasedAtMs: number, lookedAtMs?: number | undefined): number {
+  if (lookedAtMs === undefined) return releasedAtMs + FIRST_LOOK_MS;
+  return lookedAtMs + Math.min(Math.max(lookedAtMs - releasedAtMs, FIRST_LOOK_MS), MAX_LOOK_GAP_MS);
+}
+
+/** Readings of "replaced" by row (its book's name and id), across rounds: the first's time, until another reading. */
+export type ReplacedReadings = {
+  /** Whether this reading confirms one at least {@link REPLACED_CONFIRM_MS} before `nowMs` (else it is the first). */
+  readonly confirmed: (key: string, nowMs: number) => boolean;
+  /** Another reading (pending, unknown, mined): the next "replaced" is a first one again. */
+  readonly forget: (key: string) => void;
+  /** Forgets the rows not in `listed` (settled, or no longer listed). */
+  readonly keepOnly: (listed: ReadonlySet<string>) => void;
+};
+
+/** Keeps the readings of "replaced" in memory: a restart reads twice again, the safe way. */
+export function replacedReadings(): ReplacedReadings {
+  const first = new Map<string, number>();
+  return {
+    confirmed(key, nowMs) {
+      const since = first.get(key);
+      if (since === undefined) first.set(key, nowMs);
+      return since !== undefined && nowMs - since >= REPLACED_CONFIRM_MS;
+    },
+    forget: (key) => void first.delete(key),
+    keepOnly(listed) {
+      for (const key of first.keys()) if (!listed.has(key)) first.delete(key);
+    },
+  };
+}
+
+/** A given-back row with its book. */
+export type GivenBack = { readonly book: SubmissionBook; readonly row: GivenBackSubmission };
+
+/** What the watch needs of its reconciler. */
+export type GivenBackWatchDeps = {
   readonly chainId: number;
   readonly txStatus: TxStatusReader;
   readonly replacements?: TxReplacementStore | undefined;
@@ -30,43 +93,106 @@ export type GivenBackWatch = {
     readonly mined: (book: SubmissionBook, id: string, outcome: Parameters<SubmissionBook["mined"]>[1]) => Promise<void>;
     readonly reverted: (book: SubmissionBook, id: string, txHash: string, blockNumber: bigint) => Promise<void>;
   };
-  readonly report: { mined: number; reverted: number };
+};
+
+/** One round's look: its clock, and where it counts what it recorded. */
+export type GivenBackRound = { readonly nowMs: number; readonly report: { mined: number; reverted: number } };
+
+/** A reconciler's watch over its given-back writes, across rounds. */
+export type GivenBackWatch = {
+  /** Looks up this round's share of `rows` (every given-back row of the watch's day, see {@link givenBackRows}). */
+  readonly round: (rows: readonly GivenBack[], round: GivenBackRound) => Promise<void>;
 };
 
 /** The given-back rows of every book that keeps them, released at or after `sinceMs`. */
-export async function givenBackRows(books: readonly SubmissionBook[], sinceMs: number) {
+export async function givenBackRows(books: readonly SubmissionBook[], sinceMs: number): Promise<GivenBack[]> {
   return (await Promise.all(books.map(async (book) => (await book.givenBack?.(sinceMs) ?? []).map((row) => ({ book, row }))))).flat();
 }
 
+const keyOf = ({ book, row }: GivenBack) => `${book.name}/${row.id}`;
+
+/** Builds the watch; when each row was last looked at, and its readings of "replaced", are kept between rounds. */
+export function givenBackWatch(deps: GivenBackWatchDeps): GivenBackWatch {
+  const lookedAt = new Map<string, number>();
+  const replaced = replacedReadings();
+  return {
+    async round(rows, round) {
+      const listed = new Set(rows.map(keyOf));
+      for (const key of lookedAt.keys()) if (!listed.has(key)) lookedAt.delete(key);
+      replaced.keepOnly(listed);
+      const due = rows
+        .map((given) => ({ given, dueMs: nextLookMs(given.row.releasedAtMs, lookedAt.get(keyOf(given))) }))
+        .filter(({ dueMs }) => dueMs <= round.nowMs)
+        .sort((a, b) => a.dueMs - b.dueMs || a.given.row.releasedAtMs - b.given.row.releasedAtMs)
+        .slice(0, GIVEN_BACK_PER_ROUND);
+      const look: Look = { ...deps, ...round, replaced, countOf: walletCounts(deps.txStatus) };
+      for (const { given } of due) {
+        lookedAt.set(keyOf(given), round.nowMs);
+        await lookUp(look, given);
+      }
+    },
+  };
+}
+
+/** What one look needs: the watch's deps, the round, the readings of "replaced", and the round's wallet counts. */
+type Look = GivenBackWatchDeps & GivenBackRound & {
+  readonly replaced: ReplacedReadings;
+  readonly countOf: (wallet: string) => Promise<bigint | undefined>;
+};
+
+/** Each wallet's transaction count at the node's latest block, read once a round (the block too); undefined: unread. */
+function walletCounts(txStatus: TxStatusReader) {
+  let head: Promise<BlockStamp | undefined> | undefined;
+  const counts = new Map<string, Promise<bigint | undefined>>();
+  return async (wallet: string) => {
+    const latest = await (head ??= txStatus.latestBlock());
+    if (latest === undefined) return undefined;
+    const key = wallet.toLowerCase();
+    let count = counts.get(key);
+    // At the block's number, never a tag: a backend without that block fails the call rather than answer for its own.
+    if (count === undefined) counts.set(key, count = txStatus.nonceAt(wallet, latest.number));
+    return await count;
+  };
+}
+
 /** Looks one given-back write's transactions up, and records what the chain proves of it (see the module's comment). */
-export async function watchGivenBack(watch: GivenBackWatch, book: SubmissionBook, row: OpenSubmission): Promise<void> {
+async function lookUp(look: Look, { book, row }: GivenBack): Promise<void> {
   if (row.txHash === null) return;
-  const bumps = row.tx === null || watch.replacements === undefined ? [] : await watch.replacements.list(book.name, watch.chainId, row.id);
+  const key = keyOf({ book, row });
+  if (row.tx !== null) {
+    const count = await look.countOf(row.tx.wallet);
+    if (count !== undefined && count <= BigInt(row.tx.nonce)) return look.replaced.forget(key);
+  }
+  const bumps = row.tx === null || look.replacements === undefined ? [] : await look.replacements.list(book.name, look.chainId, row.id);
   const txs: readonly (SignedTx | undefined)[] = row.tx === null ? [undefined] : [row.tx, ...bumps.map((b) => b.tx)];
   let replaced = row.tx !== null;
+  let unread = false;
   for (const tx of txs) {
     const hash = (tx?.txHash ?? row.txHash) as HexString;
-    const status: TxStatus = await watch.txStatus.status(hash, tx);
+    const status: TxStatus = await look.txStatus.status(hash, tx);
     if (status.status === "success") {
-      await watch.record.mined(book, row.id, { txHash: hash, uid: status.uidsBySignature?.get(row.id) ?? status.uid, blockNumber: status.blockNumber, uids: status.uidsBySignature });
-      watch.report.mined++;
+      await look.record.mined(book, row.id, { txHash: hash, uid: status.uidsBySignature?.get(row.id) ?? status.uid, blockNumber: status.blockNumber, uids: status.uidsBySignature });
+      look.report.mined++;
       return;
     }
     if (status.status === "reverted") {
-      await watch.record.reverted(book, row.id, hash, status.blockNumber);
-      watch.report.reverted++;
+      await look.record.reverted(book, row.id, hash, status.blockNumber);
+      look.report.reverted++;
       return;
     }
-    if (status.status !== "replaced") replaced = false;
+    if (status.status === "rpc-error") unread = true;
+    else if (status.status !== "replaced") replaced = false;
   }
-  if (!replaced) return;
+  if (!replaced) return look.replaced.forget(key);
+  // A failed read says nothing either way: an earlier reading of "replaced" still counts, and this is none.
+  if (unread) return;
   // A node that pruned history says "replaced" of a mined transaction too: what the write spends tells them apart.
   const spent = await book.spent?.(row.id);
   if (spent === true) {
-    await watch.record.mined(book, row.id, { txHash: row.txHash, uid: null, blockNumber: 0n });
-    watch.report.mined++;
+    await look.record.mined(book, row.id, { txHash: row.txHash, uid: null, blockNumber: 0n });
+    look.report.mined++;
     return;
   }
   if (spent === undefined && book.spent !== undefined) return;
-  await book.release(row.id, "replaced");
+  if (look.replaced.confirmed(key, look.nowMs)) await book.release(row.id, "replaced");
 }

@@ -36,7 +36,8 @@ export function replayBook(replay: ReplayStore, chainId: number, eas?: EasReader
     reverted: (key, txHash, blockNumber) => replay.finish(chainId, key, { state: "reverted", txHash, blockNumber }),
     // A released record is forgotten whatever the cause: its signature is accepted again (decisions §15). Every relay
     // record stores its bytes with a deadline (required ahead of the clock), so only `lost` (a record stored with its hash
-    // only, by a version before bytes were stored) is released unproven here.
+    // only, by a version before bytes were stored) is released unproven here: silent or refused resends of bytes carrying
+    // a deadline are held until the chain passed it (`deadline`, proven), never released on the silence or the refusal.
     release: (key) => replay.release(chainId, key),
   };
 }
@@ -44,7 +45,7 @@ export function replayBook(replay: ReplayStore, chainId: number, eas?: EasReader
 /**
  * The sponsored writes (the witness's and the private relay's) as a book: mined is charged, reverted and released are
  * given back, each with its cause (a retry under the write's `Idempotency-Key` is told it failed only on a proven one,
- * domain/witness `createWitnessResume`). A write given back on an unproven cause (`silence`, `lost`) is still listed
+ * domain/witness `createWitnessResume`). A write given back on an unproven cause (`UNPROVEN_RELEASES`) is still listed
  * (`givenBack`) for the reconciler to look up: charged if it lands after all, its cause proven if it reverts or its
  * nonce is taken. With `chain` (several chains, decisions §30), the book holds the rows written on that chain only; a row
  * that names no chain (written before rows kept it) is the default chain's. With `spends` (the replay records and the
@@ -81,6 +82,7 @@ export function witnessBook(
         tx: w.tx,
         txHash: w.txHash,
         createdAtMs: w.createdAtMs,
+        releasedAtMs: w.updatedAtMs,
       })),
     mined: (id, { txHash, uid, blockNumber }) => ledger.commit(id, { txHash, uid, blockNumber }, clock.nowMs()),
     reverted: (id) => ledger.release(id, clock.nowMs(), "reverted"),

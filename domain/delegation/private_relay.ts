@@ -240,7 +240,8 @@ export function createPrivateRelay(deps: PrivateRelayDeps) {
       if ("ok" in owned) return owned;
     }
     if (s.payer !== undefined) return undefined;
-    const usage = await deps.ledger.usage(s.account.id, quotaYear(deps.clock.nowMs()));
+    const nowMs = deps.clock.nowMs();
+    const usage = await deps.ledger.usage(s.account.id, quotaYear(nowMs), { nowMs });
     if (usage.used + usage.reserved >= s.terms.annualWrites) return limitExceeded();
     return undefined;
   }

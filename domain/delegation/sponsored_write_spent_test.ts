@@ -132,17 +132,27 @@ describe("witnessBook(): a private relay write replaced with its transaction abs
     const eas = fakeEasReader();
     const relay = await relayWrite(delegated("taken", 0, attester), attester);
     const chain = fakeChain({ "0xtaken": { status: "replaced" }, "0xown": { status: "replaced" } });
-    const reconcile = (ledger: ReturnType<typeof fakeWriteLedger>) =>
-      createSubmissionReconciler({ chainId: 31337, books: [witnessBook(ledger, clock, undefined, { replay: relay.replay, eas })], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 })();
+    // One reconciler a ledger: a sponsored write's nonce taken is read twice, five minutes apart, before it is released.
+    const reconcilers = new Map<ReturnType<typeof fakeWriteLedger>, () => Promise<unknown>>();
+    const reconcile = (ledger: ReturnType<typeof fakeWriteLedger>) => {
+      if (!reconcilers.has(ledger)) {
+        reconcilers.set(ledger, createSubmissionReconciler({ chainId: 31337, books: [witnessBook(ledger, clock, undefined, { replay: relay.replay, eas })], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 }));
+      }
+      return reconcilers.get(ledger)!();
+    };
     eas.failing = true;
     expect(await reconcile(relay.ledger)).toMatchObject({ released: 0, open: 1 });
     eas.failing = false;
+    expect(await reconcile(relay.ledger)).toMatchObject({ released: 0, open: 1 });
+    clock.set(10_300_000);
     expect(await reconcile(relay.ledger)).toMatchObject({ released: 1, mined: 0 });
     expect((await relay.ledger.find("w"))?.state).toBe("released");
     const own = fakeWriteLedger();
     await own.reserve({ id: "own", accountId: "a", year: 2026, fingerprint: "f", createdAtMs: 0 }, 3);
     await own.markSigned("own", witnessed("own", 1), 0);
     await own.markSent("own", 0);
+    expect(await reconcile(own)).toMatchObject({ released: 0 });
+    clock.set(10_600_000);
     expect(await reconcile(own)).toMatchObject({ released: 1 });
   });
 

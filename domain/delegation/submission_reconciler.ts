@@ -6,13 +6,15 @@
  * - signed or sent, looked up by hash (with the stored nonce): mined → recorded with its uid (a batch's item with
  *   its own, decisions §23; a witness
  *   is charged); reverted → recorded as such (a witness is given back); its nonce taken by another
- *   transaction → released, unless what the submission spends is spent (then it landed: recorded mined, charged);
+ *   transaction → released, unless what the submission spends is spent (then it landed: recorded mined, charged); a
+ *   sponsored write only once read so on two rounds `REPLACED_CONFIRM_MS` apart (one reading rests on a missing
+ *   receipt, which a load-balanced provider's backend behind the head also gives);
  *   still held by the node → left for the next round; in a block whose receipt the node does not give yet (a
  *   provider's backend behind the head) → left for the next round too, never released: the receipt settles it;
  * - unknown to the node while its nonce is still free → the stored bytes are sent again (same nonce,
- *   same hash, so the intent lands at most once); the node refusing them → released, since nothing can
- *   land. A delegated transaction resent after its deadline reverts on chain and is then settled as
- *   reverted: that keeps the wallet's nonces without a gap, for the gas of one reverted call.
+ *   same hash, so the intent lands at most once); the node refusing them proves nothing (`settleRefused`: found in
+ *   review, released as proven a write that landed was never charged). A delegated transaction resent after its
+ *   deadline reverts on chain and is then settled as reverted: that keeps the wallet's nonces without a gap.
  * - rows written before the transaction's bytes were stored (hash only): released once older than
  *   `lostAfterMs` when the node does not know the hash, as before;
  * - unknown to the node while every resend of its bytes gets no verdict (-32603, a rate limit, no answer): left for
@@ -20,9 +22,9 @@
  *   the first such round; a restart counts again, the safe way); one whose signatures carry a deadline, only once the
  *   chain proves it can never land (`_signed_deadline.ts`: a block past the deadline with its nonce still free; on a
  *   chain that mines on demand, its node's next block once the head stood still);
- * - each release says why (`ReleaseCause`): the silence and a hash-only row the node does not know prove nothing, and
- *   a book that keeps such rows (the sponsored writes) has them looked up for a day after (`_given_back_watch.ts`):
- *   charged if mined after all, proven if reverted or replaced;
+ * - each release says why (`ReleaseCause`): the silence, a refused resend and a hash-only row the node does not know
+ *   prove nothing, and a book that keeps such rows (the sponsored writes) has them looked up for a day after, a
+ *   bounded number a round (`_given_back_watch.ts`): charged if mined after all, proven if reverted or replaced;
  * - an RPC failure: left for the next round;
  * - still pending (held by the node, nonce free) after `bumpAfterMs` since it (or its last replacement) was
  *   signed: a replacement with the same nonce and fees raised at least 12.5% (and to the market's) is signed,
@@ -34,11 +36,11 @@
  */
 import type { Clock } from "../../ports/clock.ts";
 import type { HexString } from "../../ports/eas.ts";
-import type { OpenSubmission, ReleaseCause, SignedTx, SubmissionBook, TxStatusReader } from "../../ports/submissions.ts";
+import type { OpenSubmission, ReleaseCause, SignedTx, SubmissionBook, TxStatus, TxStatusReader } from "../../ports/submissions.ts";
 import type { TxReplacement, TxReplacementStore } from "../../ports/tx_replacements.ts";
 import type { Logger } from "../../ports/logger.ts";
 import { type DeadlinePassed, deadlineWatch, signedDeadline } from "./_signed_deadline.ts";
-import { GIVEN_BACK_WATCH_MS, givenBackRows, watchGivenBack } from "./_given_back_watch.ts";
+import { GIVEN_BACK_WATCH_MS, givenBackRows, givenBackWatch, type ReplacedReadings, replacedReadings } from "./_given_back_watch.ts";
 
 // The books the reconciler settles, kept beside it so this file keeps to the reconciling.
 export { REPLAY_BOOK, replayBook, witnessBook } from "./_submission_books.ts";
@@ -122,6 +124,8 @@ type Reconciling = Round & {
   readonly now: number;
   readonly silentSince: Map<string, number>;
   readonly deadlinePassed: DeadlinePassed;
+  /** The sponsored writes' readings of "replaced", across rounds: one is released so only on a second. */
+  readonly replaced: ReplacedReadings;
 };
 
 /** Builds the reconciler over every book of open submissions. */
@@ -132,6 +136,8 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
   // review: counted from the row's creation, one rate-limited resend of an old row's evicted bytes released it).
   const silentSince = new Map<string, number>();
   const deadlines = deadlineWatch({ ...deps, minesOnDemand: deps.minesOnDemand === true });
+  const replaced = replacedReadings();
+  const watch = givenBackWatch({ ...deps, record });
   // One round at a time: a call while one runs gets that round's report, its own `graceMs` unused (rounds overlapping
   // shared the head's watch and the rows' silences, and sent the same rows' bytes twice), unless it has run
   // ROUND_SHARED_MS: a call that never answers (a database query has no timeout) held this chain's rounds for good
@@ -158,16 +164,17 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
     // Listed before this round releases anything: a row it gives back is looked up from the next round on.
     const givenBack = await givenBackRows(deps.books, now - GIVEN_BACK_WATCH_MS);
     const deadlinePassed = deadlines.round(now);
-    const round: Reconciling = { report, bumped: new Map(), deps, record, now, silentSince, deadlinePassed };
+    const round: Reconciling = { report, bumped: new Map(), deps, record, now, silentSince, deadlinePassed, replaced };
     try {
       for (const { book, row } of rows) await settle(round, book, row);
-      for (const { book, row } of givenBack) await watchGivenBack({ ...deps, record, report }, book, row);
+      await watch.round(givenBack, { nowMs: now, report });
     } finally {
       // Rows no longer listed (settled by another instance, or in an earlier round) are forgotten, also after a round
       // that failed part way: a row it did not reach counts again from its next silent round.
       const listed = new Set(rows.map(({ book, row }) => silentKey(book, row)));
       for (const key of silentSince.keys()) if (!listed.has(key)) silentSince.delete(key);
       deadlines.keepOnly(listed);
+      replaced.keepOnly(listed);
     }
     await deps.replacements?.prune(now - REPLACEMENTS_KEPT_MS);
     return report;
@@ -179,22 +186,11 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
  * submission; one the node still holds keeps it open.
  */
 async function earlier(round: Reconciling, book: SubmissionBook, row: OpenSubmission, txs: readonly SignedTx[]) {
-  const { deps, record, report } = round;
+  const { deps, report } = round;
   for (const tx of txs) {
     const status = await deps.txStatus.status(tx.txHash, tx);
-    if (status.status === "success") {
-      await record.mined(book, row.id, {
-        txHash: tx.txHash,
-        uid: status.uidsBySignature?.get(row.id) ?? status.uid,
-        blockNumber: status.blockNumber,
-        uids: status.uidsBySignature,
-      });
-      report.mined++;
-      return "settled" as const;
-    }
-    if (status.status === "reverted") {
-      await record.reverted(book, row.id, tx.txHash, status.blockNumber);
-      report.reverted++;
+    if (status.status === "success" || status.status === "reverted") {
+      await landed(round, book, row, { hash: tx.txHash, status });
       return "settled" as const;
     }
     if (status.status === "pending" || status.status === "included" || status.status === "rpc-error") {
@@ -247,7 +243,7 @@ type Txs = { readonly latest: SignedTx | null; readonly latestHash: string; read
 /** A row's key in {@link Reconciling.silentSince}. */
 const silentKey = (book: SubmissionBook, row: OpenSubmission) => `${book.name}/${row.id}`;
 
-/** Gives a row back with why (a proven cause, or `silence` / `lost`, which prove nothing: see `givenBack`). */
+/** Gives a row back with why (a proven cause, or one of `UNPROVEN_RELEASES`, which prove nothing: see `givenBack`). */
 async function release(round: Reconciling, book: SubmissionBook, row: OpenSubmission, cause: ReleaseCause) {
   round.silentSince.delete(silentKey(book, row));
   await book.release(row.id, cause);
@@ -256,7 +252,7 @@ async function release(round: Reconciling, book: SubmissionBook, row: OpenSubmis
 
 /** Settles one open submission as the chain finds its transactions (mined, reverted, gone, pending). */
 async function settle(round: Reconciling, book: SubmissionBook, row: OpenSubmission): Promise<void> {
-  const { deps, record, report } = round;
+  const { deps, report } = round;
   if (row.txHash === null) return await release(round, book, row, "unsent");
   const replacements = row.tx === null || deps.replacements === undefined ? [] : await deps.replacements.list(book.name, deps.chainId, row.id);
   // The newest replacement is the transaction the node should hold; the ones before it may still be the one mined.
@@ -277,21 +273,12 @@ async function settle(round: Reconciling, book: SubmissionBook, row: OpenSubmiss
   // Only an answer about the transaction breaks its silence: a status read that failed says nothing either way (it
   // restarted the count, and a provider failing one read in five kept the record open for good).
   if (status.status !== "not-found" && status.status !== "rpc-error") round.silentSince.delete(silentKey(book, row));
+  if (status.status !== "replaced" && status.status !== "rpc-error") round.replaced.forget(silentKey(book, row));
   const txs: Txs = { latest, latestHash, superseded, replacements };
   switch (status.status) {
     case "success":
-      await record.mined(book, row.id, {
-        txHash: latestHash,
-        uid: status.uidsBySignature?.get(row.id) ?? status.uid,
-        blockNumber: status.blockNumber,
-        uids: status.uidsBySignature,
-      });
-      report.mined++;
-      return;
     case "reverted":
-      await record.reverted(book, row.id, latestHash, status.blockNumber);
-      report.reverted++;
-      return;
+      return await landed(round, book, row, { hash: latestHash, status });
     case "replaced":
       return await settleReplaced(round, book, row, txs);
     case "not-found":
@@ -308,9 +295,26 @@ async function settle(round: Reconciling, book: SubmissionBook, row: OpenSubmiss
   }
 }
 
+/** Records the newest transaction found in a block: mined (charged, with its uid), or reverted. */
+async function landed(round: Reconciling, book: SubmissionBook, row: OpenSubmission, found: { hash: string; status: TxStatus & { status: "success" | "reverted" } }) {
+  const { hash, status } = found;
+  if (status.status === "reverted") {
+    await round.record.reverted(book, row.id, hash, status.blockNumber);
+    round.report.reverted++;
+    return;
+  }
+  await round.record.mined(book, row.id, { txHash: hash, uid: status.uidsBySignature?.get(row.id) ?? status.uid, blockNumber: status.blockNumber, uids: status.uidsBySignature });
+  round.report.mined++;
+}
+
 /** The nonce of the newest transaction was taken by another: an earlier one of ours, or what the book spent, says which. */
 async function settleReplaced(round: Reconciling, book: SubmissionBook, row: OpenSubmission, txs: Txs): Promise<void> {
   if ((await earlier(round, book, row, txs.superseded)) !== "none") return;
+  return await takenByAnother(round, book, row, txs);
+}
+
+/** No earlier transaction of ours took the nonce: landed if what it spends is spent, else released once proven. */
+async function takenByAnother(round: Reconciling, book: SubmissionBook, row: OpenSubmission, txs: Txs): Promise<void> {
   // A node restored from a snapshot (or one that pruned history) may no longer find a mined transaction:
   // when what it spends is spent, it landed; releasing it would let the signature look unused.
   const spent = await book.spent?.(row.id);
@@ -321,6 +325,12 @@ async function settleReplaced(round: Reconciling, book: SubmissionBook, row: Ope
   if (spent === true) {
     await round.record.mined(book, row.id, { txHash: txs.latestHash, uid: null, blockNumber: 0n });
     round.report.mined++;
+    return;
+  }
+  // A book that answers a retry from the row (the sponsored writes: "nothing written", the payment forgotten) needs a
+  // second reading, REPLACED_CONFIRM_MS after the first, before it calls that proven.
+  if (book.givenBack !== undefined && !round.replaced.confirmed(silentKey(book, row), round.now)) {
+    round.report.open++;
     return;
   }
   return await release(round, book, row, "replaced");
@@ -337,11 +347,7 @@ async function settleNotFound(round: Reconciling, book: SubmissionBook, row: Ope
     return;
   }
   const sent = await rebroadcast(latest);
-  if (sent === "refused") {
-    // A replacement the node refused may leave an earlier transaction of ours in its pool, or mined.
-    if ((await earlier(round, book, row, txs.superseded)) !== "none") return;
-    return await release(round, book, row, "refused");
-  }
+  if (sent === "refused") return await settleRefused(round, book, row, txs);
   const key = silentKey(book, row);
   if (sent === "rpc-error") {
     // No verdict on the bytes: asked again next round, not for ever. A node whose reads work and whose every send answers
@@ -364,4 +370,30 @@ async function settleNotFound(round: Reconciling, book: SubmissionBook, row: Ope
   const after = await deps.txStatus.status(latestHash as HexString, latest);
   if (after.status === "success" || after.status === "reverted") return await settle(round, book, row);
   report.open++;
+}
+
+/**
+ * The node refused bytes sent before, which proves nothing: the first copy may be mined, or in another node's pool
+ * (adapters/chain/_tx_delivery.ts). An earlier transaction of ours, or the chain asked again (its nonce taken, the
+ * transaction in a block), settles it; still unknown with its nonce free, it is released unproven (`resend-refused`,
+ * looked up for a day), or, carrying a deadline, held until the chain passed it (`deadline`), as a silent one is.
+ */
+async function settleRefused(round: Reconciling, book: SubmissionBook, row: OpenSubmission, txs: Txs): Promise<void> {
+  const { deps, report } = round;
+  const latest = txs.latest!;
+  // A replacement the node refused may leave an earlier transaction of ours in its pool, or mined.
+  if ((await earlier(round, book, row, txs.superseded)) !== "none") return;
+  const after = await deps.txStatus.status(txs.latestHash as HexString, latest);
+  if (after.status === "success" || after.status === "reverted") return await landed(round, book, row, { hash: txs.latestHash, status: after });
+  if (after.status === "replaced") return await takenByAnother(round, book, row, txs);
+  if (after.status !== "not-found") {
+    report.open++;
+    return;
+  }
+  const deadline = signedDeadline(latest.raw);
+  if (deadline !== undefined && !(await round.deadlinePassed({ key: silentKey(book, row), tx: latest, deadline }))) {
+    report.open++;
+    return;
+  }
+  return await release(round, book, row, deadline === undefined ? "resend-refused" : "deadline");
 }

@@ -183,20 +183,23 @@ describe("createSubmissionReconciler()", () => {
       "0xpending": { status: "pending" },
     });
     const reconcile = createSubmissionReconciler({ chainId: 1, books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
-    expect(await reconcile()).toEqual({ mined: 1, reverted: 1, released: 2, rebroadcast: 1, bumped: 0, open: 2 });
+    // Its nonce taken is read twice, five minutes apart, before a sponsored write is given back as `replaced`.
+    expect(await reconcile()).toEqual({ mined: 1, reverted: 1, released: 1, rebroadcast: 1, bumped: 0, open: 3 });
     expect(Object.fromEntries([...ledger.writes.values()].map((w) => [w.id, w.state]))).toEqual({
       mined: "committed",
       reverted: "released",
-      replaced: "released",
+      replaced: "broadcast",
       pending: "broadcast",
       "crashed-before-signing": "released",
       "crashed-before-sending": "signed",
     });
-    expect(await ledger.usage("a", 2026)).toEqual({ used: 1, reserved: 2 });
+    expect(await ledger.usage("a", 2026)).toEqual({ used: 1, reserved: 3 });
     expect(chain.rebroadcasts).toEqual(["0xcrashed-before-sending"]);
     chain.statuses["0xcrashed-before-sending"] = { status: "success", blockNumber: 78n, uid: null };
     chain.statuses["0xpending"] = { status: "success", blockNumber: 78n, uid: null };
-    expect(await reconcile()).toMatchObject({ mined: 2, open: 0 });
+    clock.set(10_300_000);
+    expect(await reconcile()).toMatchObject({ mined: 2, released: 1, open: 0 });
+    expect((await ledger.find("replaced"))?.state).toBe("released");
     expect(await ledger.usage("a", 2026)).toEqual({ used: 3, reserved: 0 });
   });
 
@@ -988,7 +991,7 @@ describe("writes given back on a cause that proves nothing (found in review)", (
   };
   const causes = (ledger: ReturnType<typeof fakeWriteLedger>) => Object.fromEntries([...ledger.writes.values()].map((w) => [w.id, [w.state, w.releaseCause]]));
 
-  test("each write is given back with why: its bytes refused, its nonce taken or nothing signed prove it cannot land; the silence and a hash-only row's loss prove nothing", async () => {
+  test("each write is given back with why: its nonce taken (read twice) or nothing signed prove it cannot land; the silence, a refused resend and a hash-only row's loss prove nothing", async () => {
     const clock = fakeClock(1_000_000);
     const ledger = fakeWriteLedger();
     await sentWrite(ledger, "silent", 0);
@@ -999,13 +1002,13 @@ describe("writes given back on a cause that proves nothing (found in review)", (
     ledger.writes.set("lost", { ...ledger.writes.get("lost")!, state: "broadcast", txHash: "0xlost" });
     const chain = chainRefusing(["0xrefused"], { "0xreplaced": { status: "replaced" } });
     const reconcile = createSubmissionReconciler({ chainId: 1, books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
-    expect(await reconcile()).toMatchObject({ released: 4, open: 1 });
+    expect(await reconcile()).toMatchObject({ released: 3, open: 2 });
     clock.set(1_600_000);
-    expect(await reconcile()).toMatchObject({ released: 1, open: 0 });
+    expect(await reconcile()).toMatchObject({ released: 2, open: 0 });
     // Before, a release kept no cause: a retry under the write's key was told "nothing of it was written" for each.
     expect(causes(ledger)).toEqual({
       silent: ["released", "silence"],
-      refused: ["released", "refused"],
+      refused: ["released", "resend-refused"],
       replaced: ["released", "replaced"],
       unsigned: ["released", "unsent"],
       lost: ["released", "lost"],
@@ -1047,13 +1050,19 @@ describe("writes given back on a cause that proves nothing (found in review)", (
     expect(await reconcile()).toMatchObject({ released: 3 });
     chain.statuses["0xreverts"] = { status: "reverted", blockNumber: 41n };
     chain.statuses["0xreplaced"] = { status: "replaced" };
-    // A transaction proven never to land by its refusal is not asked about: the chain's word here is never read.
+    // A resend the node refused proves nothing (the first copy may have landed): it is looked up as a silent one is, and
+    // charged once found mined. Before (found in review), it was released as proven, never asked about again.
     chain.statuses["0xrefused"] = { status: "success", blockNumber: 41n, uid: null };
-    expect(await reconcile()).toMatchObject({ mined: 0, reverted: 1 });
+    clock.set(2_200_000);
+    expect(await reconcile()).toMatchObject({ mined: 1, reverted: 1 });
+    // Its nonce taken is proven on a second reading, five minutes or more after the first.
+    expect(causes(ledger).replaced).toEqual(["released", "silence"]);
+    clock.set(2_800_000);
+    await reconcile();
     expect(causes(ledger)).toEqual({
       reverts: ["released", "reverted"],
       replaced: ["released", "replaced"],
-      refused: ["released", "refused"],
+      refused: ["committed", "resend-refused"],
       late: ["released", "silence"],
     });
     // Past the day an Idempotency-Key lives, the last unproven one is no longer looked up: it stays given back.
@@ -1091,5 +1100,211 @@ describe("a round that never ends (found in review)", () => {
     void reconcile();
     expect(answers).toHaveLength(3);
     answers[2]!();
+  });
+});
+
+describe("a resend refused, the quota of a write that may land, the watch's cost, 'replaced' read twice (found in review)", () => {
+  const MIN = 60_000;
+  /** A witness write of account `a` signed and sent at 0 (its bytes carry no deadline). */
+  const sentWrite = async (ledger: ReturnType<typeof fakeWriteLedger>, id: string, nonce: number, limit = 100) => {
+    expect(await ledger.reserve({ id, accountId: "a", year: 2026, fingerprint: id, createdAtMs: 0 }, limit)).toBe(true);
+    await ledger.markSigned(id, tx(id, nonce), 0);
+    await ledger.markSent(id, 0);
+  };
+  /** Every call the reconciler makes of the chain, counted by method (and each status read by hash). */
+  const countingChain = (statuses: Record<string, TxStatus> = {}, rebroadcastAnswer: Rebroadcast = "rpc-error") => {
+    const chain = fakeChain(statuses, rebroadcastAnswer);
+    const calls = { status: [] as string[], latestBlock: 0, nonceAt: [] as string[] };
+    const reader = {
+      ...chain,
+      head: undefined as bigint | undefined,
+      count: 0n,
+      status(hash: HexString) {
+        calls.status.push(hash);
+        return chain.status(hash);
+      },
+      latestBlock(): Promise<BlockStamp | undefined> {
+        calls.latestBlock++;
+        const head = reader.head;
+        return Promise.resolve(head === undefined ? undefined : { number: head, hash: `0x${head.toString(16).padStart(64, "0")}` as HexString, timestamp: 0n });
+      },
+      nonceAt(wallet: string, blockNumber: bigint) {
+        calls.nonceAt.push(`${wallet}@${blockNumber}`);
+        return Promise.resolve(reader.count);
+      },
+    };
+    return { chain, reader, calls };
+  };
+
+  test("a resend the node refuses proves nothing: the chain is asked again, its nonce taken or the transaction mined settles it, else it is given back unproven and looked up", async () => {
+    const clock = fakeClock(1_000_000);
+    const ledger = fakeWriteLedger();
+    await sentWrite(ledger, "landed", 0);
+    await sentWrite(ledger, "taken", 1);
+    await sentWrite(ledger, "unknown", 2);
+    const { chain, reader } = countingChain({}, "refused");
+    // "nonce too low": the first copy was mined between the status read and the resend (or sat in another node's pool).
+    reader.rebroadcast = (signed: SignedTx) => {
+      chain.rebroadcasts.push(signed.txHash);
+      if (signed.txHash === "0xlanded") chain.statuses["0xlanded"] = { status: "success", blockNumber: 50n, uid: `0x${"5".repeat(64)}` };
+      if (signed.txHash === "0xtaken") chain.statuses["0xtaken"] = { status: "replaced" };
+      return Promise.resolve("refused" as const);
+    };
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [witnessBook(ledger, clock)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000 });
+    // Before, each was released as `refused` (proven): "nothing written", its payment forgotten, never looked up again.
+    expect(await reconcile()).toMatchObject({ mined: 1, released: 1, open: 1 });
+    expect(await ledger.find("landed")).toMatchObject({ state: "committed", blockNumber: 50n });
+    expect((await ledger.find("taken"))?.state).toBe("broadcast");
+    expect(await ledger.find("unknown")).toMatchObject({ state: "released", releaseCause: "resend-refused" });
+    // Its nonce read taken again five minutes on: proven replaced. The one given back unproven lands: charged.
+    chain.statuses["0xunknown"] = { status: "success", blockNumber: 51n, uid: null };
+    clock.set(1_000_000 + 5 * MIN);
+    expect(await reconcile()).toMatchObject({ mined: 1, released: 1 });
+    expect(await ledger.find("taken")).toMatchObject({ state: "released", releaseCause: "replaced" });
+    expect(await ledger.find("unknown")).toMatchObject({ state: "committed", blockNumber: 51n });
+    expect(await ledger.usage("a", 2026)).toEqual({ used: 2, reserved: 0 });
+  });
+
+  test("a refused resend of bytes carrying a deadline is held until the chain passed it, as a silent one is: a relay record is never forgotten on the refusal", async () => {
+    const DEADLINE = 2_000_000_000n;
+    const EAS_ADDRESS = "0x5FbDB2315678afecb367f032d93F642f64180aa3" as HexString;
+    const call = encodeFunctionData({
+      abi: EAS_ABI,
+      functionName: "attestByDelegation",
+      args: [{
+        schema: `0x${"5c".repeat(32)}`,
+        data: { recipient: EAS_ADDRESS, expirationTime: 0n, revocable: true, refUID: `0x${"00".repeat(32)}`, data: "0x12", value: 0n },
+        signature: { v: 27, r: `0x${"01".repeat(32)}`, s: `0x${"11".repeat(32)}` },
+        attester: "0x00000000000000000000000000000000000000a1",
+        deadline: DEADLINE,
+      }],
+    });
+    const signed: SignedTx = {
+      txHash: "0xrelay",
+      raw: serializeTransaction({ chainId: 1, type: "eip1559", nonce: 0, to: EAS_ADDRESS, data: call, gas: 300_000n, maxFeePerGas: 2n, maxPriorityFeePerGas: 1n }),
+      wallet: "0x00000000000000000000000000000000000000aa",
+      nonce: 0,
+    };
+    const clock = fakeClock(Number(DEADLINE) * 1000 - 600_000);
+    const replay = fakeReplayStore();
+    await replay.claim({ ...claim("relay", 0n, 0), deadline: DEADLINE });
+    await replay.markSigned(1, "relay", signed);
+    await replay.markSent(1, "relay");
+    let time = DEADLINE - 10n;
+    const chain = {
+      ...fakeChain({}, "refused"),
+      latestBlock: () => Promise.resolve({ number: 7n, hash: `0x${"07".repeat(32)}` as HexString, timestamp: time }),
+      nonceAt: () => Promise.resolve(0n as bigint | undefined),
+    };
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    // Before, released on the refusal: the record forgotten, the signature accepted again though its first copy may land.
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    expect(await replay.find(1, "relay")).toMatchObject({ state: "sent" });
+    time = DEADLINE + 1n;
+    expect(await reconcile()).toMatchObject({ released: 1, open: 0 });
+    expect(await replay.find(1, "relay")).toBeUndefined();
+  });
+
+  test("a write given back on a cause that proves nothing holds its quota for the watch's day: another write cannot take it and then see the first one charged too", async () => {
+    const DAY_MS = 24 * 60 * MIN;
+    const clock = fakeClock(1_000_000);
+    const ledger = fakeWriteLedger();
+    await sentWrite(ledger, "first", 0, 1);
+    await ledger.release("first", 1_000_000, "silence");
+    // Before, the limit of 1 let a second write be reserved and committed, and the first, mined, made the account's 2.
+    expect(await ledger.reserve({ id: "second", accountId: "a", year: 2026, fingerprint: "s", createdAtMs: 1_000_001 }, 1)).toBe(false);
+    expect(await ledger.usage("a", 2026, { nowMs: 1_000_001 })).toEqual({ used: 0, reserved: 1 });
+    const chain = fakeChain({ "0xfirst": { status: "success", blockNumber: 60n, uid: null } });
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    clock.set(1_000_000 + MIN);
+    expect(await reconcile()).toMatchObject({ mined: 1 });
+    expect(await ledger.usage("a", 2026, { nowMs: clock.nowMs() })).toEqual({ used: 1, reserved: 0 });
+    // One given back unproven and never found: its quota is free once the watch ends, and it is no longer charged then.
+    await sentWrite(ledger, "third", 1, 2);
+    await ledger.release("third", 2_000_000, "lost");
+    expect(await ledger.reserve({ id: "fourth", accountId: "a", year: 2026, fingerprint: "f", createdAtMs: 2_000_000 + DAY_MS - 1 }, 2)).toBe(false);
+    expect(await ledger.reserve({ id: "fourth", accountId: "a", year: 2026, fingerprint: "f", createdAtMs: 2_000_000 + DAY_MS + 1 }, 2)).toBe(true);
+    await ledger.commit("third", { txHash: "0xthird", uid: null, blockNumber: 61n }, 2_000_000 + DAY_MS + 2);
+    expect((await ledger.find("third"))?.state).toBe("released");
+  });
+
+  test("writes given back unproven are looked up at most 20 a round, the longest due first, each 1, 2, 4 … minutes after its release and then hourly", async () => {
+    const clock = fakeClock(0);
+    const ledger = fakeWriteLedger();
+    for (let i = 0; i < 30; i++) {
+      await sentWrite(ledger, `w${i}`, i);
+      await ledger.release(`w${i}`, i * 1000, "silence");
+    }
+    // No block reads: every due write's transaction is asked about by hash.
+    const { reader, calls } = countingChain();
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [witnessBook(ledger, clock)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000 });
+    clock.set(90_000);
+    await reconcile();
+    expect(calls.status).toEqual(Array.from({ length: 20 }, (_, i) => `0xw${i}`));
+    let most = 0;
+    for (let at = 150_000; at <= 24 * 60 * MIN + 30_000; at += MIN) {
+      const before = calls.status.length;
+      clock.set(at);
+      await reconcile();
+      most = Math.max(most, calls.status.length - before);
+    }
+    // Before, every write was asked about every round for its day: 30 a round, 1,440 rounds.
+    expect(most).toBeLessThanOrEqual(20);
+    const perWrite = (id: string) => calls.status.filter((hash) => hash === `0x${id}`).length;
+    expect(Math.max(...Array.from({ length: 30 }, (_, i) => perWrite(`w${i}`)))).toBeLessThanOrEqual(32);
+    expect(Math.min(...Array.from({ length: 30 }, (_, i) => perWrite(`w${i}`)))).toBeGreaterThanOrEqual(28);
+    expect(calls.status.length).toBeLessThanOrEqual(30 * 32);
+  });
+
+  test("a wallet's count at the latest block, read once a round for all its given-back writes, spares asking about each while their nonces are free", async () => {
+    const clock = fakeClock(0);
+    const ledger = fakeWriteLedger();
+    for (let i = 0; i < 5; i++) {
+      await sentWrite(ledger, `w${i}`, i);
+      await ledger.release(`w${i}`, 0, "silence");
+    }
+    const { chain, reader, calls } = countingChain();
+    reader.head = 9n;
+    reader.count = 0n;
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [witnessBook(ledger, clock)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000 });
+    clock.set(MIN);
+    await reconcile();
+    expect([calls.status.length, calls.latestBlock, calls.nonceAt]).toEqual([0, 1, ["0x00000000000000000000000000000000000000aa@9"]]);
+    // The wallet's nonce 0 spent: only that write is asked about, and charged.
+    reader.count = 1n;
+    chain.statuses["0xw0"] = { status: "success", blockNumber: 9n, uid: null };
+    clock.set(2 * MIN);
+    expect(await reconcile()).toMatchObject({ mined: 1 });
+    expect(calls.status).toEqual(["0xw0"]);
+    expect(calls.nonceAt.length).toBe(2);
+    expect((await ledger.find("w0"))?.state).toBe("committed");
+  });
+
+  test("a sponsored write's nonce taken is proven only when read so twice five minutes apart, on the open write and the given-back one alike; another reading in between starts again", async () => {
+    const clock = fakeClock(1_000_000);
+    const ledger = fakeWriteLedger();
+    await sentWrite(ledger, "open", 0);
+    await sentWrite(ledger, "given", 1);
+    await ledger.release("given", 1_000_000, "silence");
+    const chain = fakeChain({ "0xopen": { status: "replaced" } });
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    // A backend behind the head gives no receipt while another answers the wallet's nonce: one reading proves nothing.
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    clock.set(1_000_000 + 4 * MIN);
+    chain.statuses["0xgiven"] = { status: "replaced" };
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    expect([(await ledger.find("open"))?.state, (await ledger.find("given"))?.releaseCause]).toEqual(["broadcast", "silence"]);
+    // The node holds it again: the next "replaced" is a first reading.
+    chain.statuses["0xopen"] = { status: "pending" };
+    clock.set(1_000_000 + 5 * MIN);
+    await reconcile();
+    chain.statuses["0xopen"] = { status: "replaced" };
+    clock.set(1_000_000 + 9 * MIN);
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    // The given-back one's next look (as long after the first as that was after its release): proven.
+    expect([(await ledger.find("open"))?.state, (await ledger.find("given"))?.releaseCause]).toEqual(["broadcast", "replaced"]);
+    clock.set(1_000_000 + 14 * MIN);
+    expect(await reconcile()).toMatchObject({ released: 1 });
+    expect(await ledger.find("open")).toMatchObject({ state: "released", releaseCause: "replaced" });
   });
 });

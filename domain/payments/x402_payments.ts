@@ -239,7 +239,8 @@ export type PaidResumeOutcome<T> = { readonly kind: "run" } | Exclude<PaidCallOu
  * its retry takes the key back: a write that failed since (reverted, or given back by the reconciler on a cause that
  * proves nothing of it can land) forgets the payment as a first request's failed write does, so its authorization may
  * be used again (under a new key) or the payer pays afresh. A write whose outcome is still unknown (on its way, or given
- * back for its silence alone: it may still land) keeps the payment `work_unknown`. Before, it stayed `work_unknown`
+ * back on a cause that proves nothing, its silence or a refused resend: it may still land) keeps the payment
+ * `work_unknown`. Before, it stayed `work_unknown`
  * for good: nothing settled, its nonce refused as used.
  */
 export function createPaidResume(deps: PaidCallDeps) {

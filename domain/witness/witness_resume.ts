@@ -4,10 +4,11 @@
  * answers from that write instead of writing a second witness: mined, the witness as it was written (read back
  * from the signed transaction); on its way, OUTCOME_UNKNOWN with its transaction (the reconciler settles it); never
  * signed, nothing was written, and the retry runs the witness again. Signed and then given back on a cause that
- * proves nothing of it can land (reverted, refused by the node, its nonce taken by another transaction: ports/submissions.ts
- * `ReleaseCause`), the write failed: the retry answers so, and never writes again under the key, as a released relay
- * submission is answered (decisions §23: one write a key). Given back on a cause that proves nothing (no word of its
- * resends for 10 minutes, a hash-only row the node does not know), it is not known to have failed: the retry is told
+ * proves nothing of it can land (reverted, refused by the node on its first send, its nonce taken by another
+ * transaction: ports/submissions.ts `ReleaseCause`), the write failed: the retry answers so, and never writes again
+ * under the key, as a released relay submission is answered (decisions §23: one write a key). Given back on a cause
+ * that proves nothing (no word of its resends for 10 minutes, a resend the node refused, a hash-only row the node does
+ * not know), it is not known to have failed: the retry is told
  * the outcome is unknown (503 `OUTCOME_UNKNOWN`), its payment stays `work_unknown`, and the reconciler looks its
  * transaction up for a day (domain/delegation `_given_back_watch.ts`): once mined, the retry gets the witness; once
  * reverted or replaced, the failure. A write released before causes were kept is read as unknown too (not looked up).

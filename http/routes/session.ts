@@ -111,8 +111,9 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
     ].join("; ");
 
   const quotaOf = async (accountId: string, plan: keyof PlanPolicy) => {
-    const year = quotaYear(deps.clock.nowMs());
-    const usage = await deps.ledger.usage(accountId, year);
+    const nowMs = deps.clock.nowMs();
+    const year = quotaYear(nowMs);
+    const usage = await deps.ledger.usage(accountId, year, { nowMs });
     const limit = deps.plans[plan].annualWrites;
     return {
       year,

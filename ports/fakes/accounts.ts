@@ -1,5 +1,5 @@
 import type * as Accounts from "../accounts.ts";
-import { type ReleaseCause, UNPROVEN_RELEASES } from "../submissions.ts";
+import { GIVEN_BACK_WATCH_MS, type ReleaseCause, UNPROVEN_RELEASES } from "../submissions.ts";
 
 /** Accounts, challenges and sessions in memory, with the SQLite store's rules. */
 export function fakeAccountStore() {
@@ -113,22 +113,24 @@ export function fakeWriteLedger() {
   };
   // Released on an unproven cause (ports/submissions.ts UNPROVEN_RELEASES): still looked for, charged if it lands.
   const unproven = (w: Accounts.WriteRecord) => w.state === "released" && w.releaseCause !== undefined && UNPROVEN_RELEASES.includes(w.releaseCause);
-  const unprovenToo = (id: string): readonly Accounts.WriteState[] => {
+  // ...and within the watch at `nowMs` (ports/submissions.ts GIVEN_BACK_WATCH_MS): its quota still held for it.
+  const watched = (w: Accounts.WriteRecord, nowMs: number | undefined) => nowMs !== undefined && unproven(w) && w.updatedAtMs >= nowMs - GIVEN_BACK_WATCH_MS;
+  const unprovenToo = (id: string, nowMs?: number): readonly Accounts.WriteState[] => {
     const found = writes.get(id);
-    return found !== undefined && unproven(found) ? [...OPEN_WRITE, "released"] : OPEN_WRITE;
+    return found !== undefined && unproven(found) && (nowMs === undefined || watched(found, nowMs)) ? [...OPEN_WRITE, "released"] : OPEN_WRITE;
   };
-  const usage = (accountId: string, year: number) => {
+  const usage = (accountId: string, year: number, nowMs?: number) => {
     const rows = [...writes.values()].filter((w) => w.accountId === accountId && w.year === year);
     return {
       used: rows.filter((w) => w.state === "committed").length,
-      reserved: rows.filter((w) => OPEN_WRITE.includes(w.state)).length,
+      reserved: rows.filter((w) => OPEN_WRITE.includes(w.state) || watched(w, nowMs)).length,
     };
   };
   const ledger = {
     writes,
-    usage: (accountId: string, year: number) => Promise.resolve(usage(accountId, year)),
+    usage: (accountId: string, year: number, options?: { nowMs?: number | undefined }) => Promise.resolve(usage(accountId, year, options?.nowMs)),
     reserve(reservation: Accounts.WriteReservation, limit: number) {
-      const now = usage(reservation.accountId, reservation.year);
+      const now = usage(reservation.accountId, reservation.year, reservation.createdAtMs);
       if (now.used + now.reserved >= limit) return Promise.resolve(false);
       writes.set(reservation.id, {
         ...reservation,
@@ -146,7 +148,7 @@ export function fakeWriteLedger() {
     markSent: (id: string, nowMs: number) => update(id, ["reserved", "signed"], { state: "broadcast", updatedAtMs: nowMs }).then(() => {}),
     // A write given back on an unproven cause is charged once found mined; one given back on a proven cause never is.
     commit: (id: string, outcome: { txHash: string; uid: string | null; blockNumber: bigint }, nowMs: number) =>
-      update(id, unprovenToo(id), { state: "committed", ...outcome, updatedAtMs: nowMs }).then(() => {}),
+      update(id, unprovenToo(id, nowMs), { state: "committed", ...outcome, updatedAtMs: nowMs }).then(() => {}),
     release(id: string, nowMs: number, cause?: ReleaseCause) {
       const states = cause !== undefined && !UNPROVEN_RELEASES.includes(cause) ? unprovenToo(id) : OPEN_WRITE;
       return update(id, states, { state: "released", updatedAtMs: nowMs, ...(cause === undefined ? {} : { releaseCause: cause }) }).then(() => {});

@@ -49,7 +49,7 @@ export function subscriptionReader(deps: Pick<AccountRoutesDeps, "clock" | "paid
   return async function subscription(account: Account) {
     const now = deps.clock.nowMs();
     const paid = await deps.paidPeriod?.(account.id, now);
-    const view = subscriptionView(account, deps.plans, await deps.ledger.usage(account.id, quotaYear(now)), now, paid);
+    const view = subscriptionView(account, deps.plans, await deps.ledger.usage(account.id, quotaYear(now), { nowMs: now }), now, paid);
     const premium = deps.premiumReads;
     if (premium === undefined) return view;
     return {

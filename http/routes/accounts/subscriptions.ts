@@ -59,7 +59,7 @@ export function subscriptionRoutes(deps: SubscriptionRoutesDeps) {
           // The year counts once its payment settles (this answer is sent only then): shown as it will be.
           const paid = await deps.payments.paidPeriod(account.id, nowMs);
           const after = paid !== undefined && period.startMs <= paid.endMs ? { startMs: paid.startMs, endMs: period.endMs } : period;
-          const usage = await deps.ledger.usage(account.id, quotaYear(nowMs));
+          const usage = await deps.ledger.usage(account.id, quotaYear(nowMs), { nowMs });
           const subscription = subscriptionView(account, deps.plans, usage, nowMs, after);
           deps.log.info("x402_plan_purchased", { accountId: account.id, periodEnd: subscription.entitlementPeriodEnd });
           return {
