@@ -7,10 +7,24 @@ import { fakeClock } from "../ports/fakes/mod.ts";
 import type { Logger } from "../ports/logger.ts";
 import { fail, ok } from "../domain/result.ts";
 import { createSubjectOf, isFresh } from "../domain/index/mod.ts";
-import { wireIndex } from "./index_follower.ts";
+import { type IndexSettings, wireIndex } from "./index_follower.ts";
 import { HEAD_SIGHTING_MS } from "./_index_follower.ts";
 
 const hash = (n: bigint) => `0x${n.toString(16).padStart(64, "a")}` as HexString;
+
+/**
+ * The index of chain 31337's EAS (at 0x…01) over `parts`, its schema reads failing; `settings` over these tests' own
+ * (from block 0, no confirmations, an hourly poll, a 30 s stall, not following).
+ */
+function wireTestIndex(parts: Pick<Parameters<typeof wireIndex>[0], "store" | "chain" | "clock" | "log" | "heads">, settings: Partial<IndexSettings> = {}) {
+  return wireIndex({
+    ...parts,
+    schemas: { schemaRecords: () => Promise.resolve({ ok: false, reason: "rpc-error" }) },
+    chainId: 31337,
+    easAddress: "0x0000000000000000000000000000000000000001",
+    settings: { startBlock: 0n, confirmations: 0, pollMs: 3_600_000, stallSeconds: 30, leaseSeconds: 3_600, stepBlocks: 50n, follow: false, ...settings },
+  });
+}
 
 /** A chain of 1,000 blocks, one attestation every 10; every head read moves the clock 2 s on. */
 function setup(options: { follow?: boolean; heads?: HeadSignal } = {}) {
@@ -62,17 +76,7 @@ function setup(options: { follow?: boolean; heads?: HeadSignal } = {}) {
     },
   };
   const store = createSqliteIndexStore(openSqlite(":memory:"), { chainId: 31337, easAddress: "0x0000000000000000000000000000000000000001" });
-  const runner = wireIndex({
-    store,
-    chain,
-    schemas: { schemaRecords: () => Promise.resolve({ ok: false, reason: "rpc-error" }) },
-    chainId: 31337,
-    easAddress: "0x0000000000000000000000000000000000000001",
-    settings: { startBlock: 0n, confirmations: 0, pollMs: 3_600_000, stallSeconds: 30, leaseSeconds: 3_600, stepBlocks: 50n, follow: options.follow ?? false },
-    clock,
-    log,
-    heads: options.heads,
-  });
+  const runner = wireTestIndex({ store, chain, clock, log, heads: options.heads }, { follow: options.follow ?? false });
   const nextPoll = () => new Promise<void>((resolve) => (eventsRead = resolve));
   return { clock, lines, runner, store, nextPoll, failWith: (n: number) => void (failNext = n), setHead: (n: bigint) => void (head = n), headReads: () => headReads };
 }
@@ -469,16 +473,7 @@ test("a refill of stored subjects over many steps keeps reads fresh: each step a
     events: never,
   };
   const log: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
-  const runner = wireIndex({
-    store,
-    chain,
-    schemas: { schemaRecords: () => Promise.resolve({ ok: false, reason: "rpc-error" }) },
-    chainId: 31337,
-    easAddress: "0x0000000000000000000000000000000000000001",
-    settings: { startBlock: 0n, confirmations: 0, pollMs: 1_000, stallSeconds: 30, leaseSeconds: 3_600, stepBlocks: 50n, follow: false, subjectOf: createSubjectOf({ "user-review": hash(3n) }) },
-    clock,
-    log,
-  });
+  const runner = wireTestIndex({ store, chain, clock, log }, { pollMs: 1_000, subjectOf: createSubjectOf({ "user-review": hash(3n) }) });
   expect(await runner.catchUp()).toBe(true);
   // Four steps, each at the head (ranges of 1,000, 1,000, 1,000 and 500 rows, each forgotten and filled).
   expect(stale).toEqual([false, false, false, false]);

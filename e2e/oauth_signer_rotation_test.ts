@@ -25,24 +25,37 @@ const SHARED = {
   OAUTH_KEY_B: KEY_B,
 };
 
-/** An API client (client_credentials) of a freshly signed-in account at `base`, and a way to get its tokens anywhere. */
-async function apiClient(base: string) {
+/**
+ * A client-credentials client of a freshly signed-in account at `base`: the status its creation was answered with, and
+ * the token endpoint's raw answer for it anywhere.
+ */
+async function clientCredentials(base: string) {
   const cookie = await signInCookie(base, generatePrivateKey(), { origin: APP });
   const created = await fetch(`${base}/api/private/oauth/clients`, {
     method: "POST",
     headers: { cookie, origin: APP, "content-type": "application/json" },
     body: JSON.stringify({ client_name: "CI", scope: "account:read", grant_types: ["client_credentials"] }),
   });
-  expect(created.status).toBe(201);
   const { client_id, client_secret } = await created.json() as { client_id: string; client_secret: string };
-  return async (at: string) => {
+  const token = async (at: string) => {
     const res = await fetch(`${at}/oauth/token`, {
       method: "POST",
       headers: { authorization: `Basic ${btoa(`${client_id}:${client_secret}`)}`, "content-type": "application/x-www-form-urlencoded" },
       body: "grant_type=client_credentials",
     });
-    expect(res.status).toBe(200);
-    return (await res.json() as { access_token: string }).access_token;
+    return { status: res.status, body: await res.json() as { access_token?: string; error?: string } };
+  };
+  return { created: created.status, token };
+}
+
+/** An API client (client_credentials) of a freshly signed-in account at `base`, and a way to get its tokens anywhere. */
+async function apiClient(base: string) {
+  const { created, token } = await clientCredentials(base);
+  expect(created).toBe(201);
+  return async (at: string) => {
+    const { status, body } = await token(at);
+    expect(status).toBe(200);
+    return body.access_token!;
   };
 }
 
@@ -109,28 +122,9 @@ describe("an OAUTH_SIGNER key revoked by the operator (ops oauth revoke-signer-k
     const code = await runOps(args, { DATA_DIR: stack.dataDir() }, (line) => void lines.push(line));
     return { code, lines: lines.map((l) => (l.startsWith("{") ? JSON.parse(l) as Record<string, unknown> : { said: l })) };
   };
-  /** A client-credentials client of a freshly signed-in account at `base`: the token endpoint's raw answer anywhere. */
-  async function tokenEndpoint(base: string) {
-    const cookie = await signInCookie(base, generatePrivateKey(), { origin: APP });
-    const created = await fetch(`${base}/api/private/oauth/clients`, {
-      method: "POST",
-      headers: { cookie, origin: APP, "content-type": "application/json" },
-      body: JSON.stringify({ client_name: "CI", scope: "account:read", grant_types: ["client_credentials"] }),
-    });
-    const { client_id, client_secret } = await created.json() as { client_id: string; client_secret: string };
-    return async (at: string) => {
-      const res = await fetch(`${at}/oauth/token`, {
-        method: "POST",
-        headers: { authorization: `Basic ${btoa(`${client_id}:${client_secret}`)}`, "content-type": "application/x-www-form-urlencoded" },
-        body: "grant_type=client_credentials",
-      });
-      return { status: res.status, body: await res.json() as { access_token?: string; error?: string } };
-    };
-  }
-
   test("listed, revoked while its instance runs, then refused at every start (its own instance's too), gone from the JWKS; the new key's tokens work", async () => {
     const first = await stack.start({ ...SHARED, OAUTH_SIGNER: "env:OAUTH_KEY_A" });
-    const token = await tokenEndpoint(first.url);
+    const { token } = await clientCredentials(first.url);
     const issued = await token(first.url);
     const before = issued.body.access_token!;
     expect(await me(first.url, before)).toBe(200);

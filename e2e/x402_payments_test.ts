@@ -21,6 +21,7 @@ import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { startStack, type Stack } from "./harness.ts";
 import { signInCookie } from "./support/sign_in.ts";
 import { cancelAuthorization, type SignedAuthorization, submitAuthorization } from "./support/test_usd.ts";
+import { startFacilitatorProxy, x402Settings } from "./support/facilitator_proxy.ts";
 
 const APP = "https://app.test";
 const LINKED = findSchemaByName("linked-identifier")!;
@@ -72,42 +73,31 @@ beforeAll(async () => {
   payers = stack.devnet.keys.users;
   dns.setTxt("_controllers.relay.test", [[`v=1;controller=did:pkh:eip155:31337:${privateKeyToAccount(payers[1]!).address}`]]);
   facilitator = startFacilitator({ rpcUrl: stack.devnet.rpcUrl, chainId: stack.devnet.chainId, privateKey: stack.devnet.keys.facilitator });
-  proxy = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(request) {
-      if (mode === "down") return new Response("upstream down", { status: 503 });
-      const path = new URL(request.url).pathname;
-      facilitatorCalls.set(path, (facilitatorCalls.get(path) ?? 0) + 1);
-      const body = request.method === "POST" ? await request.text() : undefined;
-      const barrier = verifyBarrier;
-      if (barrier !== undefined && path === "/verify") {
-        await new Promise<void>((resolve) => {
-          barrier.waiting.push(resolve);
-          if (barrier.waiting.length >= barrier.size) for (const release of barrier.waiting) release();
-        });
-      }
-      if (mode === "cancelBeforeSettle" && path === "/settle") {
-        const { paymentPayload } = JSON.parse(body!) as { paymentPayload: { payload: { authorization: { from: string; nonce: Hex } } } };
-        const from = paymentPayload.payload.authorization.from.toLowerCase();
-        const key = payers.find((k) => privateKeyToAccount(k).address.toLowerCase() === from)!;
-        await cancelAuthorization(stack.devnet, token(), key, paymentPayload.payload.authorization.nonce);
-      }
-      if (mode === "frontRun" && path === "/settle") {
-        const { paymentPayload } = JSON.parse(body!) as { paymentPayload: { payload: SignedAuthorization } };
-        frontRuns.push(await submitAuthorization(stack.devnet, token(), frontRunner, paymentPayload.payload));
-      }
-      return await fetch(`${facilitator.url}${path}`, { method: request.method, headers: { "content-type": "application/json" }, body });
-    },
+  proxy = startFacilitatorProxy(facilitator.url, async (path, body) => {
+    if (mode === "down") return new Response("upstream down", { status: 503 });
+    facilitatorCalls.set(path, (facilitatorCalls.get(path) ?? 0) + 1);
+    const barrier = verifyBarrier;
+    if (barrier !== undefined && path === "/verify") {
+      await new Promise<void>((resolve) => {
+        barrier.waiting.push(resolve);
+        if (barrier.waiting.length >= barrier.size) for (const release of barrier.waiting) release();
+      });
+    }
+    if (mode === "cancelBeforeSettle" && path === "/settle") {
+      const { paymentPayload } = JSON.parse(body!) as { paymentPayload: { payload: { authorization: { from: string; nonce: Hex } } } };
+      const from = paymentPayload.payload.authorization.from.toLowerCase();
+      const key = payers.find((k) => privateKeyToAccount(k).address.toLowerCase() === from)!;
+      await cancelAuthorization(stack.devnet, token(), key, paymentPayload.payload.authorization.nonce);
+    }
+    if (mode === "frontRun" && path === "/settle") {
+      const { paymentPayload } = JSON.parse(body!) as { paymentPayload: { payload: SignedAuthorization } };
+      frontRuns.push(await submitAuthorization(stack.devnet, token(), frontRunner, paymentPayload.payload));
+    }
   });
   // The service takes payments on a second process-in-process start against the same chain and database: the
   // token's address is only known once the devnet is up.
   service = await stack.restartService({
-    X402_FACILITATOR_URL: `http://127.0.0.1:${proxy.port}`,
-    X402_ASSET: token(),
-    X402_ASSET_NAME: stack.devnet.x402.name,
-    X402_ASSET_VERSION: stack.devnet.x402.version,
-    X402_PAY_TO: payTo(),
+    ...x402Settings(proxy, stack.devnet.x402),
     X402_WITNESS_PRICE: String(PRICES.witness),
     X402_RELAY_PRICE: String(PRICES.relay),
     X402_PAID_PLAN_PRICE: String(PRICES.plan),
@@ -597,11 +587,7 @@ describe("the service signs JWS offers and receipts (issue 25, decisions §18)",
     const { offerHashOf, verifySignedReceipt } = await import("../domain/payments/mod.ts");
     const { createWebCryptoJwsVerifier } = await import("../client/jws_verifier.ts");
     const jwsService = await stack.restartService({
-      X402_FACILITATOR_URL: `http://127.0.0.1:${proxy.port}`,
-      X402_ASSET: token(),
-      X402_ASSET_NAME: stack.devnet.x402.name,
-      X402_ASSET_VERSION: stack.devnet.x402.version,
-      X402_PAY_TO: payTo(),
+      ...x402Settings(proxy, stack.devnet.x402),
       X402_WITNESS_PRICE: String(PRICES.witness),
       X402_SIGNING_FORMAT: "jws",
       X402_JWS_KEY: JSON.stringify(await generateSigningJwk("ES256")),
@@ -659,26 +645,15 @@ describe("a payment header names its payer only once the facilitator verified it
   /** Started as the harness starts it, PORT=0 and no PUBLIC_BASE_URL, in front of its own facilitator proxy. */
   let own: Service;
   beforeAll(async () => {
-    front = Bun.serve({
-      hostname: "127.0.0.1",
-      port: 0,
-      async fetch(request) {
-        const path = new URL(request.url).pathname;
-        const body = request.method === "POST" ? await request.text() : undefined;
-        const held = hold;
-        if (held !== undefined && path === "/verify" && body!.includes(held.marker)) {
-          held.arrived();
-          await held.release;
-        }
-        return await fetch(`${facilitator.url}${path}`, { method: request.method, headers: { "content-type": "application/json" }, body });
-      },
+    front = startFacilitatorProxy(facilitator.url, async (path, body) => {
+      const held = hold;
+      if (held !== undefined && path === "/verify" && body!.includes(held.marker)) {
+        held.arrived();
+        await held.release;
+      }
     });
     own = await stack.restartService({
-      X402_FACILITATOR_URL: `http://127.0.0.1:${front.port}`,
-      X402_ASSET: token(),
-      X402_ASSET_NAME: stack.devnet.x402.name,
-      X402_ASSET_VERSION: stack.devnet.x402.version,
-      X402_PAY_TO: payTo(),
+      ...x402Settings(front, stack.devnet.x402),
       X402_WITNESS_PRICE: String(PRICES.witness),
       X402_RELAY_PRICE: String(PRICES.relay),
     });

@@ -18,6 +18,7 @@ import { type DnsServer, startDnsServer } from "./support/dns_server.ts";
 import { startStack, type Stack } from "./harness.ts";
 import { signInCookie } from "./support/sign_in.ts";
 import { cancelAuthorization } from "./support/test_usd.ts";
+import { startFacilitatorProxy, x402Settings } from "./support/facilitator_proxy.ts";
 
 const APP = "https://app.test";
 const PLAN_PRICE = 1_000_000n;
@@ -49,27 +50,16 @@ beforeAll(async () => {
     },
   });
   facilitator = startFacilitator({ rpcUrl: stack.devnet.rpcUrl, chainId: stack.devnet.chainId, privateKey: stack.devnet.keys.facilitator });
-  proxy = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    async fetch(request) {
-      const path = new URL(request.url).pathname;
-      const body = request.method === "POST" ? await request.text() : undefined;
-      const held = hold;
-      if (held !== undefined && path === "/settle" && body!.includes(held.nonce)) {
-        held.arrived();
-        await held.release;
-        if (held.cancelFirst) await cancelAuthorization(stack.devnet, token(), stack.devnet.keys.users[0]! as Hex, held.nonce as Hex);
-      }
-      return await fetch(`${facilitator.url}${path}`, { method: request.method, headers: { "content-type": "application/json" }, body });
-    },
+  proxy = startFacilitatorProxy(facilitator.url, async (path, body) => {
+    const held = hold;
+    if (held !== undefined && path === "/settle" && body!.includes(held.nonce)) {
+      held.arrived();
+      await held.release;
+      if (held.cancelFirst) await cancelAuthorization(stack.devnet, token(), stack.devnet.keys.users[0]! as Hex, held.nonce as Hex);
+    }
   });
   service = await stack.restartService({
-    X402_FACILITATOR_URL: `http://127.0.0.1:${proxy.port}`,
-    X402_ASSET: token(),
-    X402_ASSET_NAME: stack.devnet.x402.name,
-    X402_ASSET_VERSION: stack.devnet.x402.version,
-    X402_PAY_TO: stack.devnet.x402.payTo,
+    ...x402Settings(proxy, stack.devnet.x402),
     X402_PAID_PLAN_PRICE: String(PLAN_PRICE),
   });
 }, 180_000);

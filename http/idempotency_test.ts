@@ -3,7 +3,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { buildAttestTypedData, type DelegatedAttest, ZERO_UID } from "../domain/delegation/mod.ts";
 import { createIdempotency } from "../domain/idempotency/mod.ts";
 import { fail, ok } from "../domain/result.ts";
-import { fakeClock, fakeEasReader, fakeIdempotencyStore } from "../ports/fakes/mod.ts";
+import { fakeClock, fakeEasReader, fakeIdempotencyStore, withReadHook } from "../ports/fakes/mod.ts";
 import { createApp } from "./app.ts";
 import { json } from "./errors.ts";
 import { idempotent } from "./idempotency.ts";
@@ -407,23 +407,13 @@ describe("a paid write's key between its read and its take (found by review of t
   function setupRace() {
     const store = fakeIdempotencyStore();
     const clock = fakeClock();
-    let afterRead: (() => Promise<void>) | undefined;
-    const hooked = {
-      ...store,
-      find: async (scope: string, key: string) => {
-        const found = await store.find(scope, key);
-        const hook = afterRead;
-        afterRead = undefined;
-        await hook?.();
-        return found;
-      },
-    };
+    const { store: hooked, onRead } = withReadHook(store);
     const idempotency = createIdempotency({ store: hooked, clock, leaseMs: 1_000 });
     const request = (body: string) =>
       new Request("http://localhost/v1/paid/delegated-attest", { method: "POST", headers: { "idempotency-key": "order-1" }, body });
     const write = (body: string, resume?: (noted: string) => Promise<Response | undefined>) => ({ scope: "x402:0xpayer", body, verifiedInRun: true, resume });
     const spent = () => json({ error: "This payment authorization was already used", code: "PAYMENT_ALREADY_USED" }, 409);
-    return { store, clock, idempotency, request, write, spent, onRead: (hook: () => Promise<void>) => (afterRead = hook) };
+    return { store, clock, idempotency, request, write, spent, onRead };
   }
 
   test("a key read held by the payer's running request, given up before the forged request takes it, is answered from the read: nothing is kept for the forged header, and the payer's retry runs", async () => {

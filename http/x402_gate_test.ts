@@ -4,7 +4,7 @@ import type { FacilitatorClient } from "@x402/core/server";
 import { openSqliteStorage } from "../adapters/sqlite/mod.ts";
 import { createIdempotency } from "../domain/idempotency/mod.ts";
 import { readExactAuthorization } from "../domain/payments/mod.ts";
-import { fakeClock, fakeIdempotencyStore } from "../ports/fakes/mod.ts";
+import { fakeClock, fakeIdempotencyStore, withReadHook } from "../ports/fakes/mod.ts";
 import { idempotent } from "./idempotency.ts";
 import { TEST_PAYMENT, testPaymentGate, testPaymentHeader, testPaymentKey } from "./testing.ts";
 
@@ -179,18 +179,7 @@ test("a resumed paid write whose nonce is found used, and shown paid to payTo on
 // take as final, while the first was still running.
 test("the same payment twice at once: the second, past the key's read before the first took it, is answered by the key (409 IDEMPOTENCY_KEY_IN_USE), not PAYMENT_ALREADY_USED", async () => {
   const gate = await gateWith({ verify: () => Promise.resolve({ isValid: true }), settle: settledOk });
-  const store = fakeIdempotencyStore();
-  let afterRead: (() => Promise<void>) | undefined;
-  const hooked = {
-    ...store,
-    find: async (scope: string, key: string) => {
-      const found = await store.find(scope, key);
-      const hook = afterRead;
-      afterRead = undefined;
-      await hook?.();
-      return found;
-    },
-  };
+  const { store: hooked, onRead } = withReadHook(fakeIdempotencyStore());
   const idempotency = createIdempotency({ store: hooked, clock: fakeClock() });
   const header = await testPaymentHeader(gate, URL_PAID);
   const send = (work: () => Promise<{ response: Response }>) => {
@@ -203,7 +192,7 @@ test("the same payment twice at once: the second, past the key's read before the
   let first: Promise<Response> | undefined;
   let works = 0;
   // The second's read of the key, then the first taking it and reserving the nonce before the second goes on.
-  afterRead = async () => {
+  onRead(async () => {
     let working!: () => void;
     const inWork = new Promise<void>((resolve) => (working = resolve));
     first = send(async () => {
@@ -213,7 +202,7 @@ test("the same payment twice at once: the second, past the key's read before the
       return { response: Response.json({ written: true }) };
     });
     await inWork;
-  };
+  });
   const second = await send(async () => (works++, { response: Response.json({ written: true }) }));
   expect([second.status, (await second.json() as { code: string }).code, second.headers.get("retry-after")]).toEqual([409, "IDEMPOTENCY_KEY_IN_USE", "1"]);
   release();

@@ -4,7 +4,7 @@ import type { HexString, SignedTx } from "../../ports/eas.ts";
 import { fakeClock, fakeEasReader, fakeReplayStore, fakeTxReplacements, fakeWriteLedger, NO_BLOCK_READS } from "../../ports/fakes/mod.ts";
 import type { BlockStamp, PendingBlock, Rebroadcast, TxStatus, TxStatusReader } from "../../ports/submissions.ts";
 import { EAS_ABI } from "../eas_abi.ts";
-import { createSubmissionReconciler, replayBook, witnessBook } from "./submission_reconciler.ts";
+import { createSubmissionReconciler, replayBook, type SubmissionReconcilerDeps, witnessBook } from "./submission_reconciler.ts";
 
 const tx = (name: string, nonce: number): SignedTx => ({
   txHash: `0x${name}` as HexString,
@@ -686,13 +686,31 @@ describe("a lost transaction carrying a signed deadline, whose resends get no ve
     await replay.markSent(1, key);
   }
 
+  /**
+   * The relay record `key` sent as `signed` (a signature's transaction of that name carrying DEADLINE unless given), a
+   * silent chain whose latest block is stamped `time`, and chain 1's reconciler of the record: no grace, lostAfterMs 10
+   * minutes, unless `options` say otherwise.
+   */
+  async function heldRecord(
+    clock: ReturnType<typeof fakeClock>,
+    key: string,
+    time: bigint,
+    options: { signed?: SignedTx } & Partial<SubmissionReconcilerDeps> = {},
+  ) {
+    const { signed = delegatedTx(key, 0, DEADLINE), ...deps } = options;
+    const replay = fakeReplayStore();
+    await relayRecord(replay, key, signed);
+    const chain = silentChain();
+    chain.time = time;
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000, ...deps });
+    return { replay, chain, reconcile };
+  }
+  /** A quiet chain's `pending` block: built on the latest (100), stamped past the deadline, as the node would stamp it now. */
+  const QUIET_PENDING: PendingBlock = { parentHash: blockHash(100n), timestamp: DEADLINE + 3_000n };
+
   test("a relay record with a future deadline is kept open past lostAfterMs, then released once the chain's latest block is past its deadline", async () => {
     const clock = fakeClock(1_000_000);
-    const replay = fakeReplayStore();
-    await relayRecord(replay, "signed", delegatedTx("signed", 0, DEADLINE));
-    const chain = silentChain();
-    chain.time = DEADLINE - 600n;
-    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    const { replay, chain, reconcile } = await heldRecord(clock, "signed", DEADLINE - 600n);
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
     // Silent for far longer than lostAfterMs: it could still land, so it is never released on that.
     for (const at of [1_600_000, 2_000_000, 5_000_000]) {
@@ -716,13 +734,9 @@ describe("a lost transaction carrying a signed deadline, whose resends get no ve
 
   test("the deadline is the chain's, read before the transaction is asked about again: one mined in between is not released", async () => {
     const clock = fakeClock(NEAR_MS);
-    const replay = fakeReplayStore();
-    await relayRecord(replay, "late", delegatedTx("late", 0, DEADLINE));
-    const chain = silentChain();
-    chain.time = DEADLINE + 12n;
+    const { replay, chain, reconcile } = await heldRecord(clock, "late", DEADLINE + 12n);
     // Mined in the last block at or before the deadline, between the round's first read and the block's.
     chain.onTimeRead = () => void (chain.statuses["0xlate"] = { status: "success", blockNumber: 5n, uid: `0x${"5".repeat(64)}` });
-    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
     expect(await reconcile()).toMatchObject({ mined: 1, released: 0 });
     expect(await replay.find(1, "late")).toMatchObject({ state: "mined", uid: `0x${"5".repeat(64)}` });
@@ -730,11 +744,7 @@ describe("a lost transaction carrying a signed deadline, whose resends get no ve
 
   test("a batch's transaction is held until the chain passed its earliest deadline; a deadline of 0 (none in EAS) does not count", async () => {
     const clock = fakeClock(1_000_000);
-    const replay = fakeReplayStore();
-    await relayRecord(replay, "batch", batchTx("batch", 0, [0n, DEADLINE + 100n, DEADLINE]));
-    const chain = silentChain();
-    chain.time = DEADLINE;
-    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    const { chain, reconcile } = await heldRecord(clock, "batch", DEADLINE, { signed: batchTx("batch", 0, [0n, DEADLINE + 100n, DEADLINE]) });
     clock.set(NEAR_MS);
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
     chain.time = DEADLINE + 1n;
@@ -782,15 +792,11 @@ describe("a lost transaction carrying a signed deadline, whose resends get no ve
 
   test("behind a load-balanced provider, a head past the deadline and an unknown transaction release nothing unless its nonce is free at that very block", async () => {
     const clock = fakeClock(NEAR_MS);
-    const replay = fakeReplayStore();
-    await relayRecord(replay, "balanced", delegatedTx("balanced", 0, DEADLINE));
-    const chain = silentChain();
     // Backend A mined it in block 10, stamped at the deadline, its head (11) 12 s later; backend B, behind, knows
     // nothing of it and its latest count is 0: each status read reaches B, the block reads A.
+    const { replay, chain, reconcile } = await heldRecord(clock, "balanced", DEADLINE + 12n);
     chain.head = 11n;
-    chain.time = DEADLINE + 12n;
     chain.count = 1n;
-    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
     expect(chain.countReads).toEqual(["0x00000000000000000000000000000000000000aa@11"]);
     // The count read at block 11 reaching B, which lacks that block: the call fails, nothing is proved.
@@ -804,13 +810,9 @@ describe("a lost transaction carrying a signed deadline, whose resends get no ve
 
   test("a chain that mines only on demand: released once its latest block stood still for QUIET_HEAD_MS and the pending block built on it is past the deadline", async () => {
     const clock = fakeClock(NEAR_MS + 3_600_000);
-    const replay = fakeReplayStore();
-    await relayRecord(replay, "quiet", delegatedTx("quiet", 0, DEADLINE));
-    const chain = silentChain();
     // Its last block well before the deadline, none since; the node would stamp its next block now.
-    chain.time = DEADLINE - 100n;
-    chain.pending = { parentHash: blockHash(100n), timestamp: DEADLINE + 3_000n };
-    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000, minesOnDemand: true });
+    const { chain, reconcile } = await heldRecord(clock, "quiet", DEADLINE - 100n, { minesOnDemand: true });
+    chain.pending = QUIET_PENDING;
     // Still for less than QUIET_HEAD_MS (10 minutes): a backend behind the head would say the same.
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
     clock.set(NEAR_MS + 3_600_000 + 599_999);
@@ -869,14 +871,10 @@ describe("a lost transaction carrying a signed deadline, whose resends get no ve
 
   test("a chain not declared to mine on demand: a still head and a pending block past the deadline release nothing (a stalled node shows the same), a block past it does", async () => {
     const clock = fakeClock(NEAR_MS + 3_600_000);
-    const replay = fakeReplayStore();
-    await relayRecord(replay, "stalled", delegatedTx("stalled", 0, DEADLINE));
-    const chain = silentChain();
     // A geth whose consensus client died: its latest frozen at 100, its pending built on it stamped by its own clock,
     // while the chain it no longer follows may have mined the transaction since.
-    chain.time = DEADLINE - 100n;
-    chain.pending = { parentHash: blockHash(100n), timestamp: DEADLINE + 3_000n };
-    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    const { chain, reconcile } = await heldRecord(clock, "stalled", DEADLINE - 100n);
+    chain.pending = QUIET_PENDING;
     for (const at of [0, 600_000, 3_600_000, 86_400_000]) {
       clock.set(NEAR_MS + 3_600_000 + at);
       expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
@@ -891,17 +889,13 @@ describe("a lost transaction carrying a signed deadline, whose resends get no ve
   test("the head's stillness is timed from when each block read resolved, not from the round's start", async () => {
     const start = NEAR_MS + 3_600_000;
     const clock = fakeClock(start);
-    const replay = fakeReplayStore();
-    await relayRecord(replay, "slow", delegatedTx("slow", 0, DEADLINE));
-    const chain = silentChain();
-    chain.time = DEADLINE - 100n;
-    chain.pending = { parentHash: blockHash(100n), timestamp: DEADLINE + 3_000n };
+    const { chain, reconcile } = await heldRecord(clock, "slow", DEADLINE - 100n, { minesOnDemand: true });
+    chain.pending = QUIET_PENDING;
     // The first round's block read resolves five minutes after the round began (a slow node, many rows before it).
     chain.onTimeRead = () => {
       clock.set(start + 300_000);
       chain.onTimeRead = () => {};
     };
-    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000, minesOnDemand: true });
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
     // Ten minutes after the first round began, five since the head was first seen: not yet still for QUIET_HEAD_MS.
     clock.set(start + 600_000);
@@ -914,12 +908,8 @@ describe("a lost transaction carrying a signed deadline, whose resends get no ve
   test("the quiet head's wait is its own (10 minutes), not lostAfterMs", async () => {
     const start = NEAR_MS + 3_600_000;
     const clock = fakeClock(start);
-    const replay = fakeReplayStore();
-    await relayRecord(replay, "own", delegatedTx("own", 0, DEADLINE));
-    const chain = silentChain();
-    chain.time = DEADLINE - 100n;
-    chain.pending = { parentHash: blockHash(100n), timestamp: DEADLINE + 3_000n };
-    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 60_000, minesOnDemand: true });
+    const { chain, reconcile } = await heldRecord(clock, "own", DEADLINE - 100n, { lostAfterMs: 60_000, minesOnDemand: true });
+    chain.pending = QUIET_PENDING;
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
     clock.set(start + 60_000);
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
@@ -931,11 +921,7 @@ describe("a lost transaction carrying a signed deadline, whose resends get no ve
 
   test("a round asked for while one runs is that round: its rows are not settled twice at once", async () => {
     const clock = fakeClock(NEAR_MS);
-    const replay = fakeReplayStore();
-    await relayRecord(replay, "once", delegatedTx("once", 0, DEADLINE));
-    const chain = silentChain();
-    chain.time = DEADLINE - 100n;
-    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    const { chain, reconcile } = await heldRecord(clock, "once", DEADLINE - 100n);
     const [first, second] = await Promise.all([reconcile(), reconcile()]);
     expect(first).toMatchObject({ released: 0, open: 1 });
     expect(second).toEqual(first);
@@ -947,16 +933,12 @@ describe("a lost transaction carrying a signed deadline, whose resends get no ve
 
   test("a record held past its deadline by the wall clock, the chain proving nothing yet, is logged once (no signature in the line)", async () => {
     const clock = fakeClock(Number(DEADLINE) * 1000 - 1_000);
-    const replay = fakeReplayStore();
-    await relayRecord(replay, "0xsignature", delegatedTx("held", 0, DEADLINE));
-    const chain = silentChain();
-    // Besu answers `pending` with its latest block: built on its parent, never on the head.
-    chain.time = DEADLINE - 100n;
-    chain.pending = { parentHash: blockHash(99n), timestamp: DEADLINE - 100n };
     const lines: { event: string; fields?: Record<string, unknown> }[] = [];
     const note = (event: string, fields?: Record<string, unknown>) => void lines.push({ event, fields });
     const log = { debug: note, info: note, warn: note, error: note };
-    const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000, minesOnDemand: true, log });
+    const { chain, reconcile } = await heldRecord(clock, "0xsignature", DEADLINE - 100n, { signed: delegatedTx("held", 0, DEADLINE), minesOnDemand: true, log });
+    // Besu answers `pending` with its latest block: built on its parent, never on the head.
+    chain.pending = { parentHash: blockHash(99n), timestamp: DEADLINE - 100n };
     // Before the deadline by our clock: nothing to say.
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
     expect(lines).toEqual([]);

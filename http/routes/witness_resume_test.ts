@@ -19,6 +19,7 @@ import { encodeSchemaData } from "../../domain/schema_data.ts";
 import { findSchemaByName } from "../../domain/schemas.ts";
 import { type ControllerWitness, createWitnessResume } from "../../domain/witness/mod.ts";
 import { fakeClock, fakeWriteLedger } from "../../ports/fakes/mod.ts";
+import type { ReleaseCause } from "../../ports/submissions.ts";
 import { witnessRoutes } from "./witness.ts";
 import { decodePaymentResponseHeader } from "@x402/core/http";
 import type { FacilitatorClient } from "@x402/core/server";
@@ -41,6 +42,24 @@ async function signedWitness(nonce: number) {
   });
   const raw = await privateKeyToAccount(KEY).signTransaction({ type: "eip1559", chainId: 31337, nonce, to: `0x${"ee".repeat(20)}`, data: call, gas: 200_000n, maxFeePerGas: 2n, maxPriorityFeePerGas: 1n });
   return { raw, txHash: keccak256(raw), wallet: privateKeyToAccount(KEY).address.toLowerCase() as Hex, nonce };
+}
+
+/** The witness routes for ACCOUNT's session over `parts`, the resume reading `ledger` on `clock`. */
+function witnessApp(parts: {
+  witness: ControllerWitness;
+  ledger: ReturnType<typeof fakeWriteLedger>;
+  clock: ReturnType<typeof fakeClock>;
+  idempotency: ReturnType<typeof createIdempotency>;
+  payments: PaymentGate | undefined;
+}) {
+  return new Elysia().use(witnessRoutes({
+    sessions: { authenticate: () => Promise.resolve({ ok: true, value: { account: ACCOUNT, session: {} } }) } as never,
+    witness: parts.witness,
+    witnessResume: createWitnessResume({ ledger: parts.ledger, nowMs: () => parts.clock.nowMs() }),
+    log: silentLogger,
+    idempotency: parts.idempotency,
+    payments: parts.payments,
+  }));
 }
 
 /**
@@ -72,14 +91,7 @@ function setUp(paid: { readonly gate: PaymentGate; readonly header: string } | u
     await ledger.commit(id, { txHash: tx.txHash, uid: `0x${"ab".repeat(32)}`, blockNumber: 9n }, clock.nowMs());
     return { result: { ok: true, value: { success: true, uid: `0x${"ab".repeat(32)}`, txHash: tx.txHash, blockNumber: 9, observedAt: 1_800_000_000, method: "dns-txt" } }, deprecated: false, deprecation: undefined };
   }) as ControllerWitness;
-  const app = new Elysia().use(witnessRoutes({
-    sessions: { authenticate: () => Promise.resolve({ ok: true, value: { account: ACCOUNT, session: {} } }) } as never,
-    witness,
-    witnessResume: createWitnessResume({ ledger, nowMs: () => clock.nowMs() }),
-    log: silentLogger,
-    idempotency,
-    payments: paid?.gate,
-  }));
+  const app = witnessApp({ witness, ledger, clock, idempotency, payments: paid?.gate });
   const path = paid === undefined ? "/v1/controller-witness" : "/v1/paid/controller-witness";
   const headers: Record<string, string> = { "content-type": "application/json", "idempotency-key": "crash-1", ...(paid === undefined ? {} : { "payment-signature": paid.header }) };
   const post = () => app.handle(new Request(`http://localhost${path}`, { method: "POST", headers, body: BODY }));
@@ -234,14 +246,7 @@ async function keptSetUp(paid = false) {
     })
     : undefined;
   const header = gate === undefined ? undefined : await testPaymentHeader(gate, "http://localhost/v1/paid/controller-witness");
-  const app = new Elysia().use(witnessRoutes({
-    sessions: { authenticate: () => Promise.resolve({ ok: true, value: { account: ACCOUNT, session: {} } }) } as never,
-    witness,
-    witnessResume: createWitnessResume({ ledger, nowMs: () => clock.nowMs() }),
-    log: silentLogger,
-    idempotency,
-    payments: gate,
-  }));
+  const app = witnessApp({ witness, ledger, clock, idempotency, payments: gate });
   const path = paid ? "/v1/paid/controller-witness" : "/v1/controller-witness";
   const post = async (key = "kept-1") => {
     const headers: Record<string, string> = { "content-type": "application/json", "idempotency-key": key, ...(header === undefined ? {} : { "payment-signature": header }) };
@@ -253,6 +258,16 @@ async function keptSetUp(paid = false) {
 }
 
 const GIVEN_BACK = "The witness transaction failed; nothing of it was written; send it again under a new key";
+
+/** A request that died after signing, its write then given back on `cause` and its lease past: the retry's answer. */
+async function retryAfterGivenBack(cause: ReleaseCause) {
+  const { ledger, post, dying, pastLease, runs } = setUp();
+  await dying("signed");
+  const { txHash } = ledger.writes.get("w1")!;
+  await ledger.release("w1", 0, cause);
+  pastLease();
+  return { answer: await post(), txHash, post, pastLease, runs };
+}
 
 describe("a witness answered 503 OUTCOME_UNKNOWN under its Idempotency-Key, its write then given back on a proven cause (decisions §23)", () => {
   test("the retry answers 500 SUBMISSION_FAILED, kept for the key; nothing is written again under it, a new key writes the witness", async () => {
@@ -288,12 +303,7 @@ describe("a witness answered 503 OUTCOME_UNKNOWN under its Idempotency-Key, its 
   });
 
   test("a request that died after signing, its write given back before the retry: the same failure, never a second write", async () => {
-    const { ledger, post, dying, pastLease, runs } = setUp();
-    await dying("signed");
-    const { txHash } = ledger.writes.get("w1")!;
-    await ledger.release("w1", 0, "replaced");
-    pastLease();
-    const failed = await post();
+    const { answer: failed, txHash, post, runs } = await retryAfterGivenBack("replaced");
     expect([failed.status, await failed.json()]).toEqual([500, { error: GIVEN_BACK, code: "SUBMISSION_FAILED", details: txHash }]);
     const replayed = await post();
     expect([replayed.status, replayed.headers.get("idempotent-replayed"), runs()]).toEqual([500, "true", 1]);
@@ -338,12 +348,7 @@ describe("a witness answered 503 OUTCOME_UNKNOWN under its Idempotency-Key, its 
   });
 
   test("a request that died after signing, its write given back for its silence: 503 OUTCOME_UNKNOWN, not kept, never a second write", async () => {
-    const { ledger, post, dying, pastLease, runs } = setUp();
-    await dying("signed");
-    const { txHash } = ledger.writes.get("w1")!;
-    await ledger.release("w1", 0, "silence");
-    pastLease();
-    const unknown = await post();
+    const { answer: unknown, txHash, post, pastLease, runs } = await retryAfterGivenBack("silence");
     expect([unknown.status, await unknown.json()]).toEqual([503, { error: UNKNOWN, code: "OUTCOME_UNKNOWN", details: txHash }]);
     pastLease();
     const again = await post();

@@ -62,3 +62,22 @@ export function fakeIdempotencyStore() {
   };
   return store satisfies IdempotencyStore;
 }
+
+/**
+ * `store` whose key read (`find`) runs the hook given to `onRead` once it has read, then forgets the hook: what another
+ * request does between one's read of a key and its take.
+ */
+export function withReadHook(store: ReturnType<typeof fakeIdempotencyStore>) {
+  let afterRead: (() => Promise<void>) | undefined;
+  const hooked = {
+    ...store,
+    find: async (scope: string, key: string) => {
+      const found = await store.find(scope, key);
+      const hook = afterRead;
+      afterRead = undefined;
+      await hook?.();
+      return found;
+    },
+  };
+  return { store: hooked, onRead: (hook: () => Promise<void>) => void (afterRead = hook) };
+}

@@ -485,41 +485,61 @@ describe("request_controller_witness with an idempotency key (decisions §23)", 
   });
 });
 
+/**
+ * The witness tool over a fake write ledger, its witness noting write `<prefix><run>`, signing and sending it, then
+ * answering as `afterSent` has it; by default its answer is lost (OUTCOME_UNKNOWN): the write stays open for the
+ * reconciler.
+ */
+function witnessOverLedger(options: { n: number; prefix: string; host: string; key: string; afterSent?: () => Promise<unknown> }) {
+  const clock = fakeClock();
+  const ledger = fakeWriteLedger();
+  const account = { id: `acc-${options.n}`, address: `0x00000000000000000000000000000000000000a${options.n}`, plan: "free", createdAtMs: 0 } as unknown as Account;
+  const state = { runs: 0 };
+  const lost = () => Promise.resolve({ result: fail("OUTCOME_UNKNOWN", "The witness transaction was sent but its outcome is not known yet; it will be settled", "0xab") });
+  const afterSent = options.afterSent ?? lost;
+  const witness = (async (_body: unknown, _session: unknown, noting: { onReserved?: (noted: string) => Promise<void> } = {}) => {
+    const id = `${options.prefix}${++state.runs}`;
+    await ledger.reserve({ id, accountId: account.id, year: 2027, fingerprint: "f", createdAtMs: clock.nowMs() }, 10);
+    await noting.onReserved?.(`witness-write:${id}`);
+    await ledger.markSigned(id, fakeSignedTx("0x00000000000000000000000000000000000000f1", state.runs, "e"), clock.nowMs());
+    await ledger.markSent(id, clock.nowMs());
+    return await afterSent();
+  }) as never;
+  const tools = createTools(fakeTools({
+    witness,
+    witnessResume: createWitnessResume({ ledger, nowMs: () => clock.nowMs() }),
+    idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
+  }), { withAccountTools: true });
+  const tool = tools.find((t) => t.name === "request_controller_witness")!;
+  const args = { subjectDid: `did:web:${options.host}`, controllerDid: "did:pkh:eip155:1:0x00000000000000000000000000000000000000b2", idempotencyKey: options.key };
+  return { clock, ledger, state, call: () => tool.run(args, { clientKey: "c", account }) };
+}
+
 describe("request_controller_witness taken over after a crash (decisions §23)", () => {
   test("a retry past the lease of a call that died after sending answers from the write it noted, and never writes again", async () => {
-    const clock = fakeClock();
-    const ledger = fakeWriteLedger();
-    const account = { id: "acc-1", address: "0x00000000000000000000000000000000000000a1", plan: "free", createdAtMs: 0 } as unknown as Account;
-    let runs = 0;
     let died: () => void = () => {};
-    const witness = (async (_body: unknown, _session: unknown, options: { onReserved?: (noted: string) => Promise<void> } = {}) => {
-      runs++;
-      await ledger.reserve({ id: `w${runs}`, accountId: account.id, year: 2027, fingerprint: "f", createdAtMs: clock.nowMs() }, 10);
-      await options.onReserved?.(`witness-write:w${runs}`);
-      // Signed and sent, then the instance dies: the transaction may land.
-      await ledger.markSigned(`w${runs}`, fakeSignedTx("0x00000000000000000000000000000000000000f1", runs, "e"), clock.nowMs());
-      await ledger.markSent(`w${runs}`, clock.nowMs());
-      died();
-      return await new Promise(() => {});
-    }) as never;
-    const tools = createTools(fakeTools({
-      witness,
-      witnessResume: createWitnessResume({ ledger, nowMs: () => clock.nowMs() }),
-      idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
-    }), { withAccountTools: true });
-    const tool = tools.find((t) => t.name === "request_controller_witness")!;
-    const args = { subjectDid: "did:web:crash.test", controllerDid: "did:pkh:eip155:1:0x00000000000000000000000000000000000000b2", idempotencyKey: "crash-1" };
+    // Signed and sent, then the instance dies: the transaction may land.
+    const { clock, state, call } = witnessOverLedger({
+      n: 1,
+      prefix: "w",
+      host: "crash.test",
+      key: "crash-1",
+      afterSent: async () => {
+        died();
+        return await new Promise(() => {});
+      },
+    });
     const dead = new Promise<void>((resolve) => (died = resolve));
-    void tool.run(args, { clientKey: "c", account });
+    void call();
     await dead;
     clock.set(clock.nowMs() + IDEMPOTENCY_LEASE_MS + 1);
     // Before: run again, a second transaction and a second sponsored write.
-    expect(await tool.run(args, { clientKey: "c", account })).toMatchObject({ ok: false, code: "OUTCOME_UNKNOWN" });
+    expect(await call()).toMatchObject({ ok: false, code: "OUTCOME_UNKNOWN" });
     // Not kept: the key stays the write's, and a later retry asks about it again (still not run).
-    expect(await tool.run(args, { clientKey: "c", account })).toMatchObject({ ok: false, code: "IDEMPOTENCY_KEY_IN_USE" });
+    expect(await call()).toMatchObject({ ok: false, code: "IDEMPOTENCY_KEY_IN_USE" });
     clock.set(clock.nowMs() + IDEMPOTENCY_LEASE_MS + 1);
-    expect(await tool.run(args, { clientKey: "c", account })).toMatchObject({ ok: false, code: "OUTCOME_UNKNOWN" });
-    expect(runs).toBe(1);
+    expect(await call()).toMatchObject({ ok: false, code: "OUTCOME_UNKNOWN" });
+    expect(state.runs).toBe(1);
   });
 });
 
@@ -637,70 +657,33 @@ describe("/mcp in the app", () => {
 
 describe("request_controller_witness answered OUTCOME_UNKNOWN under its idempotencyKey (decisions §23)", () => {
   test("a retry answers from the write the call noted: kept as it was while on its way, a kept failure once the write was given back", async () => {
-    const clock = fakeClock();
-    const ledger = fakeWriteLedger();
-    const account = { id: "acc-2", address: "0x00000000000000000000000000000000000000a2", plan: "free", createdAtMs: 0 } as unknown as Account;
-    let runs = 0;
-    const witness = (async (_body: unknown, _session: unknown, options: { onReserved?: (noted: string) => Promise<void> } = {}) => {
-      runs++;
-      await ledger.reserve({ id: `u${runs}`, accountId: account.id, year: 2027, fingerprint: "f", createdAtMs: clock.nowMs() }, 10);
-      await options.onReserved?.(`witness-write:u${runs}`);
-      await ledger.markSigned(`u${runs}`, fakeSignedTx("0x00000000000000000000000000000000000000f1", runs, "e"), clock.nowMs());
-      await ledger.markSent(`u${runs}`, clock.nowMs());
-      // Its answer lost: the write stays open for the reconciler.
-      return { result: fail("OUTCOME_UNKNOWN", "The witness transaction was sent but its outcome is not known yet; it will be settled", "0xab") };
-    }) as never;
-    const tools = createTools(fakeTools({
-      witness,
-      witnessResume: createWitnessResume({ ledger, nowMs: () => clock.nowMs() }),
-      idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
-    }), { withAccountTools: true });
-    const tool = tools.find((t) => t.name === "request_controller_witness")!;
-    const args = { subjectDid: "did:web:unknown.test", controllerDid: "did:pkh:eip155:1:0x00000000000000000000000000000000000000b2", idempotencyKey: "unknown-1" };
-    const first = await tool.run(args, { clientKey: "c", account });
+    const { clock, ledger, state, call } = witnessOverLedger({ n: 2, prefix: "u", host: "unknown.test", key: "unknown-1" });
+    const first = await call();
     expect(first).toMatchObject({ ok: false, code: "OUTCOME_UNKNOWN" });
     // Still on its way: the kept answer again, and again (never IDEMPOTENCY_KEY_IN_USE), nothing run.
-    expect(await tool.run(args, { clientKey: "c", account })).toEqual(first);
-    expect(await tool.run(args, { clientKey: "c", account })).toEqual(first);
-    expect(runs).toBe(1);
+    expect(await call()).toEqual(first);
+    expect(await call()).toEqual(first);
+    expect(state.runs).toBe(1);
     // The reconciler gave the write back (reverted: nothing of it can land): the retry answers the failure, kept, and
     // never runs the witness again under the key. Before, it ran again: a second write under one key.
     await ledger.release("u1", clock.nowMs(), "reverted");
-    const failed = await tool.run(args, { clientKey: "c", account });
+    const failed = await call();
     expect(failed).toEqual({ ok: false, code: "SUBMISSION_FAILED", message: "The witness transaction failed; nothing of it was written; send it again under a new key", details: ledger.writes.get("u1")!.txHash! });
-    expect(await tool.run(args, { clientKey: "c", account })).toEqual(failed);
-    expect(runs).toBe(1);
+    expect(await call()).toEqual(failed);
+    expect(state.runs).toBe(1);
   });
 });
 
 describe("request_controller_witness answered OUTCOME_UNKNOWN, its write then given back for its silence alone (found in review)", () => {
   test("a retry keeps the unknown outcome, never 'nothing of it was written', and never runs the witness again", async () => {
-    const clock = fakeClock();
-    const ledger = fakeWriteLedger();
-    const account = { id: "acc-3", address: "0x00000000000000000000000000000000000000a3", plan: "free", createdAtMs: 0 } as unknown as Account;
-    let runs = 0;
-    const witness = (async (_body: unknown, _session: unknown, options: { onReserved?: (noted: string) => Promise<void> } = {}) => {
-      runs++;
-      await ledger.reserve({ id: `s${runs}`, accountId: account.id, year: 2027, fingerprint: "f", createdAtMs: clock.nowMs() }, 10);
-      await options.onReserved?.(`witness-write:s${runs}`);
-      await ledger.markSigned(`s${runs}`, fakeSignedTx("0x00000000000000000000000000000000000000f1", runs, "e"), clock.nowMs());
-      await ledger.markSent(`s${runs}`, clock.nowMs());
-      return { result: fail("OUTCOME_UNKNOWN", "The witness transaction was sent but its outcome is not known yet; it will be settled", "0xab") };
-    }) as never;
-    const tools = createTools(fakeTools({
-      witness,
-      witnessResume: createWitnessResume({ ledger, nowMs: () => clock.nowMs() }),
-      idempotency: createIdempotency({ store: fakeIdempotencyStore(), clock }),
-    }), { withAccountTools: true });
-    const tool = tools.find((t) => t.name === "request_controller_witness")!;
-    const args = { subjectDid: "did:web:silent.test", controllerDid: "did:pkh:eip155:1:0x00000000000000000000000000000000000000b2", idempotencyKey: "silent-1" };
-    const first = await tool.run(args, { clientKey: "c", account });
+    const { clock, ledger, state, call } = witnessOverLedger({ n: 3, prefix: "s", host: "silent.test", key: "silent-1" });
+    const first = await call();
     expect(first).toMatchObject({ ok: false, code: "OUTCOME_UNKNOWN" });
     // No word of its resends for 10 minutes: given back, which proves nothing (it may still land).
     await ledger.release("s1", clock.nowMs(), "silence");
-    expect(await tool.run(args, { clientKey: "c", account })).toEqual(first);
-    expect(runs).toBe(1);
-    expect(await tool.run(args, { clientKey: "c", account })).toEqual(first);
-    expect(runs).toBe(1);
+    expect(await call()).toEqual(first);
+    expect(state.runs).toBe(1);
+    expect(await call()).toEqual(first);
+    expect(state.runs).toBe(1);
   });
 });
