@@ -224,14 +224,27 @@ export function createPoll(deps: IndexDeps, state: FollowerState): (mode?: PollM
     written: deps.keccak === undefined ? undefined : { take: state.written.take, keccak: deps.keccak },
   });
   const progress = createBackfillProgress({ clock, log, metrics: deps.metrics });
+  /**
+   * When a step last kept the stored subjects to the rule (two statements: the rule row, a row without a subject), and
+   * whether it left more to do. Checked again once a poll interval, or at once while a refill goes on: checked at every
+   * step, a write's poll paid them for a rule that changes with the trust anchors (found in review: 2 statements a write).
+   */
+  const subjects = { atMs: undefined as number | undefined, pending: false };
 
   /** One follower step with its bookkeeping (status, logs, metrics); undefined when it failed. */
   async function followOnce(): Promise<Extract<FollowStep, { ok: true }> | undefined> {
-    const s = await step();
+    const now = clock.nowMs();
+    const keep = subjects.pending || subjects.atMs === undefined || now - subjects.atMs >= settings.pollMs;
+    const s = await step({ subjects: keep });
     if (!s.ok) {
       state.failures++;
       log.warn("index_follow_failed", { reason: s.reason, attempt: state.failures });
       return undefined;
+    }
+    // A step that found the head behind, or rewound, stopped before the subjects: they are due again.
+    if (keep && s.behind !== true && s.rewoundTo === undefined) {
+      subjects.atMs = now;
+      subjects.pending = s.subjectsPending === true;
     }
     state.failures = 0;
     state.indexed = s.indexedBlock;

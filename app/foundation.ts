@@ -53,6 +53,11 @@ export type StartServiceOptions = {
    */
   readonly feeClock?: (() => number) | undefined;
   /**
+   * The clock the submission reconciler reads (default the system's): a test moves it by hand to read a transaction's
+   * nonce taken twice, `REPLACED_CONFIRM_MS` apart, without waiting five minutes.
+   */
+  readonly reconcileClock?: { readonly nowMs: () => number } | undefined;
+  /**
    * Hold the SQLite file's instance lock while the service runs ({@link holdSqliteLock}); main.ts, the service process,
    * sets it. Tests that run several services on one file in one process leave it off, and the operator's commands
    * (`ats ops`) open the file without it while the service runs.

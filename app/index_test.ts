@@ -480,3 +480,52 @@ test("a refill of stored subjects over many steps keeps reads fresh: each step a
   expect(await store.subjectsKnown!(hash(1n).slice(0, 42) as HexString)).toBe(createSubjectOf({ "user-review": hash(3n) }).rule);
   expect(await runner.healthy()).toBe(true);
 });
+
+test("the stored subjects are kept to the rule once a poll interval, not at every poll (a write's poll paid two statements for it, found in review)", async () => {
+  const clock = fakeClock(0);
+  const base = createSqliteIndexStore(openSqlite(":memory:"), { chainId: 31337, easAddress: "0x0000000000000000000000000000000000000001" });
+  const reads: string[] = [];
+  const store = {
+    ...base,
+    resetSubjectsUnless: (...args: Parameters<NonNullable<typeof base.resetSubjectsUnless>>) => {
+      reads.push("rule");
+      return base.resetSubjectsUnless!(...args);
+    },
+    unsubjected: (limit: number) => {
+      reads.push("unsubjected");
+      return base.unsubjected!(limit);
+    },
+  };
+  const never = () => Promise.reject(new Error("no chain read expected"));
+  const chain: ChainHistory = {
+    head: () => Promise.resolve({ ok: true, value: 10n }),
+    blockHash: (n) => Promise.resolve({ ok: true, value: hash(n) }),
+    block: never,
+    attestations: never,
+    events: never,
+  };
+  // Indexed up to the head: each poll reads the head and the checkpoint's hash, nothing to ingest.
+  expect(await base.append(undefined, [], { blockNumber: 10n, blockHash: hash(10n), timestamp: 10n })).toBe(true);
+  const log: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+  const runner = wireIndex({
+    store,
+    chain,
+    schemas: { schemaRecords: () => Promise.resolve({ ok: false, reason: "rpc-error" }) },
+    chainId: 31337,
+    easAddress: "0x0000000000000000000000000000000000000001",
+    settings: { startBlock: 0n, confirmations: 0, pollMs: 1_000, stallSeconds: 30, leaseSeconds: 3_600, stepBlocks: 50n, follow: false, subjectOf: createSubjectOf({ "user-review": hash(3n) }) },
+    clock,
+    log,
+  });
+  expect(await runner.catchUp()).toBe(true);
+  expect(reads).toEqual(["rule", "unsubjected"]);
+  // Polls within the interval (a write's, at each block): the rule row is not read again.
+  for (let i = 0; i < 3; i++) expect(await runner.catchUp()).toBe(true);
+  clock.set(999);
+  expect(await runner.catchUp()).toBe(true);
+  expect(reads).toEqual(["rule", "unsubjected"]);
+  // A poll interval on: read again (another instance may have changed the rule).
+  clock.set(1_000);
+  expect(await runner.catchUp()).toBe(true);
+  expect(reads).toEqual(["rule", "unsubjected", "rule", "unsubjected"]);
+});

@@ -44,6 +44,8 @@ export type Service = {
   readonly index: Pick<IndexRunner, "catchUp" | "refresh">;
   /** SQL statements the storage ran since it opened (SQLite), for tests that count them (issue 43); else undefined. */
   readonly sqlStatements: () => number | undefined;
+  /** One round of the submission reconciler now, rows of any age (tests); the rows left open. */
+  readonly reconcile: () => Promise<number>;
   /**
    * Stops accepting requests, lets in-flight ones finish within `SHUTDOWN_GRACE_MS` (the rest answered and cut),
    * closes the database and the devnet.
@@ -90,7 +92,7 @@ async function wireService(configured: Config, options: StartServiceOptions, hol
     const webhooks = wireWebhooks(config, f, { indexStores, didJsonCa: options.didJsonCa });
     // Every chain's follower tells the webhook worker when it wrote outbox rows (decisions §30: events of every chain).
     for (const i of [index, ...otherChains.map((c) => c.index)]) i.onIngested(webhooks.nudge);
-    const submissions = await wireSubmissions(config, f, { onSettled: webhooks.onSettled, holdsSqliteLock });
+    const submissions = await wireSubmissions(config, f, { onSettled: webhooks.onSettled, holdsSqliteLock, reconcileClock: options.reconcileClock });
     const x402 = await wireX402(config, {
       devnet,
       chainId,
@@ -135,6 +137,7 @@ async function wireService(configured: Config, options: StartServiceOptions, hol
       x402: x402?.terms,
       index: { catchUp: index.catchUp, refresh: index.refresh },
       sqlStatements: () => f.storage.statements?.(),
+      reconcile: () => submissions.reconcile(0),
       // Every caller (a second SIGTERM included) waits for the one shutdown. Requests under way get SHUTDOWN_GRACE_MS
       // to finish (what is cut then was recorded before each step: the next start settles it); storage and the
       // devnet close only after the last connection.

@@ -60,6 +60,8 @@ export type WiredSubmissions = {
   readonly tracker: SubmissionTracker;
   /** Reads a submission by id, and an account's list. */
   readonly status: SubmissionStatus;
+  /** One round of every chain's reconciler now, with the given grace (tests); the rows left open. */
+  readonly reconcile: (graceMs?: number) => Promise<number>;
   readonly stop: () => void;
 };
 
@@ -80,6 +82,8 @@ export async function wireSubmissions(
      * several services on one file in one process without it (app/foundation.ts `holdSqliteLock`).
      */
     readonly holdsSqliteLock?: boolean | undefined;
+    /** The reconciler's clock (tests; default the system's). */
+    readonly reconcileClock?: { readonly nowMs: () => number } | undefined;
   } = {},
 ): Promise<WiredSubmissions> {
   const { storage, eas, log, devnet } = f;
@@ -120,7 +124,7 @@ export async function wireSubmissions(
         log: (event, fields) => log.warn(event, { ...fields, ...(chains.length > 1 ? { chainId: on.chain.chainId } : {}) }),
         senderOf: on.eas.senderOf,
       }),
-      clock: systemClock,
+      clock: events.reconcileClock ?? systemClock,
       graceMs: RECONCILE_GRACE_MS,
       lostAfterMs: LOST_AFTER_MS,
       replacements: storage.txReplacements,
@@ -175,6 +179,7 @@ export async function wireSubmissions(
       confirmations: confirmationsOf(defaultChain(config.chains), devnet !== undefined),
       ...chainHeads(config, f, chains),
     }),
+    reconcile: (graceMs) => settle(graceMs),
     stop: () => clearInterval(timer),
   };
 }

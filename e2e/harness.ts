@@ -65,7 +65,8 @@ export type Stack = {
    */
   readonly sync: () => Promise<void>;
   /** Starts a second service process-in-process on the same chain and database (a restart). */
-  readonly restartService: (env?: Record<string, string>) => Promise<Service>;
+  /** Another service on the same database; `reconcileClock`: the clock its submission reconciler reads. */
+  readonly restartService: (env?: Record<string, string>, options?: { reconcileClock?: { readonly nowMs: () => number } }) => Promise<Service>;
   readonly stop: () => Promise<void>;
 };
 
@@ -226,8 +227,8 @@ export async function startStack(
     baseUrl: service.url,
     rpc,
     dir,
-    async restartService(more) {
-      const next = await startService(readConfig(env(more)), serviceOptions);
+    async restartService(more, options) {
+      const next = await startService(readConfig(env(more)), { ...serviceOptions, ...options });
       extra.push(next);
       await syncIndex(next, env(more));
       return next;

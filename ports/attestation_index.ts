@@ -318,9 +318,16 @@ export interface IndexStore {
   /**
    * The rule the stored subjects of `recipient`'s records follow when each of them is known; undefined while one may
    * not be: no rule kept yet (subjects stored before rules were kept follow one no one knows), a row not filled yet, or
-   * one a forgetting under way may still forget.
+   * one a forgetting under way may still forget. While a narrow forgetting is under way (one that leaves `recipient`'s
+   * subjects alone), the rule and that forgetting, as {@link subjectRule} reads them.
    */
   readonly subjectsKnown?: ((recipient: HexString) => Promise<string | undefined>) | undefined;
+  /**
+   * The rule kept, with the forgetting under way when there is one, read off the rule row alone (one primary-key read);
+   * undefined when no rule is kept or every subject is being forgotten. A count that found `subjectsKnown` reads it after
+   * its COUNT: the same answer, no change of rule (nor forgetting begun) came between.
+   */
+  readonly subjectRule?: (() => Promise<string | undefined>) | undefined;
   /** How many attestations the index holds, and how many of them are in the unconfirmed tail. */
   readonly counts: () => Promise<{ readonly attestations: number; readonly tail: number }>;
   /** Holds or takes the follower lease for `holder` until `nowMs + leaseMs`; false while another holds it. */

@@ -157,4 +157,11 @@ export interface SubmissionBook {
    * Such a submission is recorded as mined, never released.
    */
   readonly spent?: ((id: string) => Promise<boolean | undefined>) | undefined;
+  /**
+   * Whether a release of this book is answered to a client (a retry told "nothing written", a paid relay write's
+   * submission failed and its payment forgotten, a signature accepted again): its nonce read taken by another is then
+   * proven only when read so again `REPLACED_CONFIRM_MS` later (one reading rests on a missing receipt, which a
+   * load-balanced provider's backend behind the head also gives). Both books the service runs set it.
+   */
+  readonly answersReleases?: boolean | undefined;
 }

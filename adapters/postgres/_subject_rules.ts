@@ -1,6 +1,6 @@
 /** The rule the index's stored subjects follow (ports/attestation_index.ts `resetSubjectsUnless`), in PostgreSQL. */
 import type { SQL, TransactionSQL } from "bun";
-import { FORGET_ALL, forgetRangeSql, forgetSql, forgettingOf, type KeptRule, type SubjectRules, unnamedOfSql } from "../sql/subject_rules.ts";
+import { FORGET_ALL, forgetRangeSql, forgetSql, forgettingOf, type KeptRule, ruleOf, type SubjectRules, unnamedOfSql } from "../sql/subject_rules.ts";
 
 type Row = Record<string, unknown>;
 
@@ -44,12 +44,12 @@ export function subjectRules(sql: SQL, chainId: number, eas: string): SubjectRul
       if (kept === undefined || forget === undefined) return { forgotten: 0, done: true };
       const of = `${kept.rule}\n${kept.forgetting}`;
       const after = pass?.of === of ? pass.after : "";
-      const range = forgetRangeSql("postgres", scope, after, limit);
+      const range = forgetRangeSql("postgres", scope, { after, limit });
       const [row]: Row[] = await sql.unsafe(range.text, range.params);
       const last = row?.last === null || row?.last === undefined ? null : String(row.last);
       let forgotten = 0;
       if (last !== null) {
-        const update = forgetSql("postgres", scope, forget, { after, last });
+        const update = forgetSql("postgres", scope, { forget, after, last });
         forgotten = (await sql.unsafe(update.text, update.params)).count;
       }
       if (Number(row?.n ?? 0) === limit) {
@@ -74,10 +74,12 @@ export function subjectRules(sql: SQL, chainId: number, eas: string): SubjectRul
       const forget = forgettingOf(kept);
       if (forget?.all === true) return undefined;
       if (forget !== undefined && !forget.all) {
-        const unnamed = unnamedOfSql("postgres", scope, forget, r);
+        const unnamed = unnamedOfSql("postgres", scope, { forget, recipient: r });
         if ((await sql.unsafe(unnamed.text, unnamed.params)).length > 0) return undefined;
       }
-      return kept.rule;
+      return ruleOf(kept);
     },
+
+    subjectRule: async () => ruleOf(await keptRule(sql)),
   };
 }

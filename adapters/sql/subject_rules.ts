@@ -8,7 +8,9 @@ import type { IndexStore, SubjectsToForget } from "../../ports/attestation_index
 import type { SqlDialect, SqlStatement } from "./index_query.ts";
 
 /** The store's parts that keep the subject rule. */
-export type SubjectRules = { readonly [K in "resetSubjectsUnless" | "forgetSubjects" | "subjectsKnown"]-?: NonNullable<IndexStore[K]> };
+export type SubjectRules = {
+  readonly [K in "resetSubjectsUnless" | "forgetSubjects" | "subjectsKnown" | "subjectRule"]-?: NonNullable<IndexStore[K]>;
+};
 
 /** What a store forgets when no `forget` is given. */
 export const FORGET_ALL = (): SubjectsToForget => ({ all: true });
@@ -33,6 +35,15 @@ export function forgettingOf(kept: KeptRule | null | undefined): SubjectsToForge
   return { all: true };
 }
 
+/**
+ * The rule row as `subjectsKnown` and `subjectRule` answer it (ports/attestation_index.ts): the rule, with the forgetting
+ * under way when there is one; undefined when no rule is kept or every subject is being forgotten.
+ */
+export function ruleOf(kept: KeptRule | null | undefined): string | undefined {
+  if (kept === null || kept === undefined || forgettingOf(kept)?.all === true) return undefined;
+  return kept.forgetting === null ? kept.rule : `${kept.rule}\n${kept.forgetting}`;
+}
+
 function placeholders(dialect: SqlDialect) {
   const params: (string | number)[] = [];
   const p = (v: string | number) => {
@@ -54,7 +65,11 @@ function forgotten(forget: SubjectsToForget, p: (v: string | number) => string, 
 }
 
 /** The last uid of the next `limit` rows after `after` (uid order), and how many there are. */
-export function forgetRangeSql(dialect: SqlDialect, scope: { readonly chainId: number; readonly eas: string }, after: string, limit: number): SqlStatement {
+export function forgetRangeSql(
+  dialect: SqlDialect,
+  scope: { readonly chainId: number; readonly eas: string },
+  { after, limit }: { readonly after: string; readonly limit: number },
+): SqlStatement {
   const { params, p, int } = placeholders(dialect);
   return {
     text: `SELECT MAX(uid) AS last, COUNT(*) AS n FROM (SELECT uid FROM index_attestations
@@ -67,11 +82,10 @@ export function forgetRangeSql(dialect: SqlDialect, scope: { readonly chainId: n
 export function forgetSql(
   dialect: SqlDialect,
   scope: { readonly chainId: number; readonly eas: string },
-  forget: SubjectsToForget,
-  range: { readonly after: string; readonly last: string },
+  { forget, after, last }: { readonly forget: SubjectsToForget; readonly after: string; readonly last: string },
 ): SqlStatement {
   const { params, p, int } = placeholders(dialect);
-  const where = `chain_id = ${p(scope.chainId)} AND eas = ${p(scope.eas)} AND uid > ${p(range.after)} AND uid <= ${p(range.last)}`;
+  const where = `chain_id = ${p(scope.chainId)} AND eas = ${p(scope.eas)} AND uid > ${p(after)} AND uid <= ${p(last)}`;
   return { text: `UPDATE index_attestations SET subject = NULL WHERE ${where} AND ${forgotten(forget, p, int)}`, params };
 }
 
@@ -82,8 +96,7 @@ export function forgetSql(
 export function unnamedOfSql(
   dialect: SqlDialect,
   scope: { readonly chainId: number; readonly eas: string },
-  forget: Extract<SubjectsToForget, { all: false }>,
-  recipient: string,
+  { forget, recipient }: { readonly forget: Extract<SubjectsToForget, { all: false }>; readonly recipient: string },
 ): SqlStatement {
   const { params, p } = placeholders(dialect);
   const schemas = forget.unnamedOf.map((uid) => p(uid.toLowerCase()));

@@ -1,7 +1,7 @@
 /** The rule the index's stored subjects follow (ports/attestation_index.ts `resetSubjectsUnless`), in SQLite. */
 import type { Database } from "bun:sqlite";
 import type { SubjectsToForget } from "../../ports/attestation_index.ts";
-import { FORGET_ALL, forgetRangeSql, forgetSql, forgettingOf, type KeptRule, type SubjectRules, unnamedOfSql } from "../sql/subject_rules.ts";
+import { FORGET_ALL, forgetRangeSql, forgetSql, forgettingOf, type KeptRule, ruleOf, type SubjectRules, unnamedOfSql } from "../sql/subject_rules.ts";
 
 /**
  * The subject rule of one chain and EAS contract: the rule read and kept, with the forgetting it begins, in one
@@ -44,11 +44,11 @@ export function subjectRules(db: Database, chainId: number, eas: string): Subjec
     if (kept === null || forget === undefined) return { forgotten: 0, done: true, pass: undefined };
     const of = `${kept.rule}\n${kept.forgetting}`;
     const after = pass?.of === of ? pass.after : "";
-    const range = forgetRangeSql("sqlite", scope, after, limit);
+    const range = forgetRangeSql("sqlite", scope, { after, limit });
     const { last, n } = db.query<{ last: string | null; n: number }, (string | number)[]>(range.text).get(...range.params)!;
     let forgotten = 0;
     if (last !== null) {
-      const update = forgetSql("sqlite", scope, forget, { after, last });
+      const update = forgetSql("sqlite", scope, { forget, after, last });
       forgotten = db.query<unknown, (string | number)[]>(update.text).run(...update.params).changes;
     }
     if (n === limit) return { forgotten, done: false, pass: { of, after: last! } };
@@ -61,11 +61,11 @@ export function subjectRules(db: Database, chainId: number, eas: string): Subjec
     const forget = forgettingOf(kept);
     if (kept === null || forget?.all === true) return undefined;
     if (forget !== undefined && !forget.all) {
-      const unnamed = unnamedOfSql("sqlite", scope, forget, recipient);
+      const unnamed = unnamedOfSql("sqlite", scope, { forget, recipient });
       if (db.query<unknown, (string | number)[]>(unnamed.text).get(...unnamed.params) !== null) return undefined;
     }
     if (unfilled.get(chainId, eas, recipient.toLowerCase()) !== null) return undefined;
-    return kept.rule;
+    return ruleOf(kept);
   };
 
   return {
@@ -81,5 +81,6 @@ export function subjectRules(db: Database, chainId: number, eas: string): Subjec
       return Promise.resolve({ forgotten: gone.forgotten, done: gone.done });
     },
     subjectsKnown: (recipient) => Promise.resolve(known(recipient)),
+    subjectRule: () => Promise.resolve(ruleOf(keptRule.get(chainId, eas))),
   };
 }

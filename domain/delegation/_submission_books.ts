@@ -19,6 +19,8 @@ export const REPLAY_BOOK = "delegated_attestations";
 export function replayBook(replay: ReplayStore, chainId: number, eas?: EasReader): SubmissionBook & { readonly chainId: number } {
   return {
     chainId,
+    // Released, a record's signature is accepted again, and a paid relay write's submission reads failed.
+    answersReleases: true,
     spent: eas === undefined ? undefined : async (key) => {
       const record = await replay.find(chainId, key);
       return record === undefined ? undefined : await nonceMovedPast(eas, record);
@@ -66,6 +68,8 @@ export function witnessBook(
       const tx = (await ledger.find(id))?.tx;
       return tx == null ? false : await delegatedWriteSpent(spends.replay, spends.eas, tx.raw);
     },
+    // A write given back as `replaced` answers a retry "nothing written" and forgets its payment.
+    answersReleases: true,
     name: "sponsored_writes",
     open: async (createdBeforeMs) =>
       (await ledger.unsettled(createdBeforeMs)).filter(ours).map((w) => ({

@@ -4,11 +4,11 @@
  *
  * - `checked` (nothing was signed): released once older than `graceMs`;
  * - signed or sent, looked up by hash (with the stored nonce): mined → recorded with its uid (a batch's item with
- *   its own, decisions §23; a witness
- *   is charged); reverted → recorded as such (a witness is given back); its nonce taken by another
- *   transaction → released, unless what the submission spends is spent (then it landed: recorded mined, charged); a
- *   sponsored write only once read so on two rounds `REPLACED_CONFIRM_MS` apart (one reading rests on a missing
- *   receipt, which a load-balanced provider's backend behind the head also gives);
+ *   its own, decisions §23; a witness is charged); reverted → recorded as such (a witness is given back); its nonce
+ *   taken by another transaction → released, unless what the submission spends is spent (then it landed: recorded
+ *   mined, charged); in a book whose releases are answered to clients (both are), only once read so on two rounds
+ *   `REPLACED_CONFIRM_MS` apart (one reading rests on a missing receipt, which a load-balanced provider's backend
+ *   behind the head also gives);
  *   still held by the node → left for the next round; in a block whose receipt the node does not give yet (a
  *   provider's backend behind the head) → left for the next round too, never released: the receipt settles it;
  * - unknown to the node while its nonce is still free → the stored bytes are sent again (same nonce,
@@ -124,7 +124,7 @@ type Reconciling = Round & {
   readonly now: number;
   readonly silentSince: Map<string, number>;
   readonly deadlinePassed: DeadlinePassed;
-  /** The sponsored writes' readings of "replaced", across rounds: one is released so only on a second. */
+  /** The readings of "replaced" of the books answering releases, across rounds: one is released so only on a second. */
   readonly replaced: ReplacedReadings;
 };
 
@@ -327,9 +327,9 @@ async function takenByAnother(round: Reconciling, book: SubmissionBook, row: Ope
     round.report.mined++;
     return;
   }
-  // A book that answers a retry from the row (the sponsored writes: "nothing written", the payment forgotten) needs a
-  // second reading, REPLACED_CONFIRM_MS after the first, before it calls that proven.
-  if (book.givenBack !== undefined && !round.replaced.confirmed(silentKey(book, row), round.now)) {
+  // A book whose releases are answered to clients (a retry told "nothing written", a relay write's submission failed,
+  // its payment forgotten) needs a second reading, REPLACED_CONFIRM_MS after the first, before it calls that proven.
+  if (book.answersReleases === true && !round.replaced.confirmed(silentKey(book, row), round.now)) {
     round.report.open++;
     return;
   }

@@ -64,16 +64,21 @@ describe("createSubmissionReconciler()", () => {
       "0xdown": { status: "rpc-error" },
     });
     const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1)], txStatus: chain, clock, graceMs: 60_000, lostAfterMs: 600_000 });
-    expect(await reconcile()).toEqual({ mined: 1, reverted: 1, released: 2, rebroadcast: 1, bumped: 0, open: 3 });
+    // Its nonce taken is read once here: a relay record is released as `replaced` only on a second reading, five minutes on.
+    expect(await reconcile()).toEqual({ mined: 1, reverted: 1, released: 1, rebroadcast: 1, bumped: 0, open: 4 });
     expect(Object.fromEntries([...replay.rows.values()].map((r) => [r.key, r.state]))).toEqual({
       mined: "mined",
       reverted: "reverted",
+      replaced: "sent",
       lost: "signed",
       pending: "sent",
       down: "sent",
     });
     expect((await replay.find(1, "mined"))?.uid).toBe(`0x${"9".repeat(64)}`);
     expect(chain.rebroadcasts).toEqual(["0xlost"]);
+    clock.set(1_000_000 + 5 * 60_000);
+    expect(await reconcile()).toMatchObject({ released: 1 });
+    expect(await replay.find(1, "replaced")).toBeUndefined();
   });
 
   test("the items of a batch share one transaction: each is recorded with its own uid (issue 36)", async () => {
@@ -230,8 +235,11 @@ describe("createSubmissionReconciler()", () => {
     eas.nonces.set("never", 1n);
     const chain = fakeChain({ "0xlanded": { status: "replaced" }, "0xnever": { status: "replaced" } });
     const reconcile = createSubmissionReconciler({ chainId: 1, books: [replayBook(replay, 1, eas)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
-    expect(await reconcile()).toMatchObject({ mined: 1, released: 1 });
+    expect(await reconcile()).toMatchObject({ mined: 1, released: 0 });
     expect(await replay.find(1, "landed")).toMatchObject({ state: "mined", txHash: "0xlanded", uid: null });
+    // Its nonce read taken again five minutes on: released.
+    clock.set(1_000_000 + 5 * 60_000);
+    expect(await reconcile()).toMatchObject({ released: 1 });
     expect(await replay.find(1, "never")).toBeUndefined();
     eas.failing = true;
     await replay.claim({ ...claim("unknown", 0n, 0), attester: "unknown" });
@@ -1288,5 +1296,31 @@ describe("a resend refused, the quota of a write that may land, the watch's cost
     clock.set(1_000_000 + 14 * MIN);
     expect(await reconcile()).toMatchObject({ released: 1 });
     expect(await ledger.find("open")).toMatchObject({ state: "released", releaseCause: "replaced" });
+  });
+});
+
+describe("a relay record's nonce taken is read twice too (found in review)", () => {
+  test("a relay record read 'replaced' once is not released (its paid write would read failed, its payment forgotten); read so again five minutes on, it is", async () => {
+    const clock = fakeClock(1_000_000);
+    const replay = fakeReplayStore();
+    await replay.claim(claim("taken", 0n, 0));
+    await replay.markSigned(1, "taken", tx("taken", 0));
+    await replay.markSent(1, "taken");
+    const chain = fakeChain({ "0xtaken": { status: "replaced" } });
+    const released: string[] = [];
+    const book = replayBook(replay, 1);
+    const watched = { ...book, release: async (id: string) => {
+      released.push(id);
+      await book.release(id);
+    } };
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [watched], txStatus: chain, clock, graceMs: 0, lostAfterMs: 600_000 });
+    // A backend behind the head gives no receipt while another answers the wallet's nonce: one reading proves nothing.
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    clock.set(1_000_000 + 4 * 60_000);
+    expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
+    expect([released, (await replay.find(1, "taken"))?.state]).toEqual([[], "sent"]);
+    clock.set(1_000_000 + 5 * 60_000);
+    expect(await reconcile()).toMatchObject({ released: 1 });
+    expect([released, await replay.find(1, "taken")]).toEqual([["taken"], undefined]);
   });
 });

@@ -119,9 +119,10 @@ export const PROBE_BLOCKS = 64n;
  * stored subjects to the rule (domain/index/_subject_refill.ts), then ingest the next range up to the head: its
  * events, the full record of every attestation they name (read at the range's last block, one batch), the hash and
  * time of each tail block, and the checkpoint, in one transaction. A failed read writes nothing; the caller retries
- * with backoff.
+ * with backoff. With `subjects: false`, the step leaves the stored subjects alone (the caller keeps them to the rule at
+ * most once a poll interval, app/_index_follower.ts, not at each write's poll).
  */
-export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<FollowStep> {
+export function createIndexFollower(deps: IndexFollowerDeps): (options?: { readonly subjects?: boolean }) => Promise<FollowStep> {
   const depth = deps.historyDepth ?? 256;
   const fillBatch = deps.fillBatch ?? 200;
   /** Set once no row lacks its record: rows are written with theirs from then on. */
@@ -130,7 +131,7 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
   const stepEvents = Math.max(1, deps.stepEvents ?? STEP_EVENTS);
   /** The range the next step reads (issue 45): from the density seen; undefined before the first range. */
   let width: bigint | undefined;
-  return async function step(): Promise<FollowStep> {
+  return async function step(options: { readonly subjects?: boolean } = {}): Promise<FollowStep> {
     const checkpoint = await deps.store.checkpoint();
     // Issue 43 item 5: a step that ingests reads the block after its checkpoint anyway (a tail block, or the range's
     // last), and that block's parent hash tells whether the checkpoint is still canonical: the checkpoint's own hash is
@@ -162,7 +163,7 @@ export function createIndexFollower(deps: IndexFollowerDeps): () => Promise<Foll
       complete = true;
     }
     // Stored subjects kept to the rule, a bounded share a step; the step goes on (a refill completes polls, ingests).
-    status = { ...status, ...(await refill()) };
+    if (options.subjects !== false) status = { ...status, ...(await refill()) };
     const from = checkpoint === undefined ? deps.startBlock : checkpoint.blockNumber + 1n;
     if (from > head.value) return { ...status, indexedBlock: checkpoint?.blockNumber, caughtUp: true };
     const span = width ?? (deps.stepBlocks < PROBE_BLOCKS ? deps.stepBlocks : PROBE_BLOCKS);

@@ -348,9 +348,12 @@ export function createCountAttestations(deps: ListAttestationsDeps): CountAttest
     const rule = known === undefined || recipient === undefined ? undefined : await known(recipient);
     if (known !== undefined && recipient !== undefined && rule !== undefined) {
       const count = await deps.store.count({ ...filter, subject: filters.value.subject });
-      // Read again after the COUNT: a change of rule committed between the two reads counted forgotten subjects, and
-      // the count was kept for the index's generation. The same answer: nothing came between that changes the count.
-      if ((await known(recipient)) === rule) return ok({ count });
+      // The rule row read again after the COUNT (one primary-key read): a change of rule committed between the two reads
+      // counted forgotten subjects, and the count was kept for the index's generation. The rule and the forgetting under
+      // way as before: no change of rule, nor forgetting, began between (stored subjects are forgotten only under a
+      // forgetting the row names).
+      const again = deps.store.subjectRule === undefined ? await known(recipient) : await deps.store.subjectRule();
+      if (again === rule) return ok({ count });
     }
     const names = namesOf(deps.schemaUids);
     let count = 0;

@@ -417,3 +417,14 @@ describe("createControllerWitness(): the witness wallet's shared nonce", () => {
     expect(await s.ledger.usage(account.id, 2026)).toEqual({ used: 1, reserved: 0 });
   });
 });
+
+describe("createControllerWitness(): the quota held by a write that may land (found in review)", () => {
+  test("a write given back on a cause that proves nothing still holds the quota at the check before any lookup", async () => {
+    const s = setup({ annualWrites: 1 });
+    const now = s.clock.nowMs();
+    expect(await s.ledger.reserve({ id: "w0", accountId: account.id, year: 2026, fingerprint: "w0", createdAtMs: now }, 1)).toBe(true);
+    await s.ledger.release("w0", now, "silence");
+    // Refused before the DIDs are read (the check's order), not told the DID is wrong as though the quota were free.
+    expect(codeOf(await s.witness({ ...body, subjectDid: "did:web:" }, signedIn))).toBe("SPONSORED_WRITE_LIMIT_EXCEEDED");
+  });
+});
