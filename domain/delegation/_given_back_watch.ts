@@ -7,8 +7,9 @@
  * - one mined: the write is recorded mined (`SubmissionBook.mined`: charged, as if it had never been given back);
  * - one reverted: its nonce is spent with nothing written, recorded as reverted (the release now proven);
  * - every one replaced (the wallet's nonce moved past it, in no block), read so on two looks at least
- *   {@link REPLACED_CONFIRM_MS} apart: given back again as `replaced`, proven, unless what it spends is spent (then it
- *   landed: mined) or that cannot be told (looked at again later);
+ *   {@link REPLACED_CONFIRM_MS} apart (with none in a block between: `_replaced_readings.ts`): given back again as
+ *   `replaced`, proven, unless what it spends is spent (then it landed: mined) or that cannot be told (looked at again
+ *   later);
  * - anything else (unknown to the node, held in its pool, a failed read): looked at again later.
  * A write proven either way leaves the watch; one still unproven after it stays given back on its cause, and a retry
  * under its `Idempotency-Key` (kept 24 hours from the request, before the release) is never told it failed.
@@ -31,8 +32,10 @@ import {
   type TxStatusReader,
 } from "../../ports/submissions.ts";
 import type { TxReplacementStore } from "../../ports/tx_replacements.ts";
+import type { Clock } from "../../ports/clock.ts";
+import { REPLACED_CONFIRM_MS, type ReplacedReadings, replacedReadings } from "./_replaced_readings.ts";
 
-export { GIVEN_BACK_WATCH_MS };
+export { GIVEN_BACK_WATCH_MS, REPLACED_CONFIRM_MS };
 
 /** At most this many given-back writes are looked up a round; the others wait for the next. */
 export const GIVEN_BACK_PER_ROUND = 20;
@@ -41,43 +44,10 @@ export const GIVEN_BACK_PER_ROUND = 20;
 const FIRST_LOOK_MS = 60_000;
 const MAX_LOOK_GAP_MS = 60 * 60_000;
 
-/**
- * How far apart two readings of "replaced" must be before a sponsored write is given back as proven `replaced`. One
- * reading rests on the absence of a receipt, and a load-balanced provider may answer the nonce from a backend at the
- * head and the receipt from one behind it (found in review); a backend still behind minutes later is not expected.
- */
-export const REPLACED_CONFIRM_MS = 5 * 60_000;
-
 /** When a write released at `releasedAtMs` is next looked up: a minute after, then as long again as it has been, ≤ an hour. */
 export function nextLookMs(releasedAtMs: number, lookedAtMs?: number | undefined): number {
   if (lookedAtMs === undefined) return releasedAtMs + FIRST_LOOK_MS;
   return lookedAtMs + Math.min(Math.max(lookedAtMs - releasedAtMs, FIRST_LOOK_MS), MAX_LOOK_GAP_MS);
-}
-
-/** Readings of "replaced" by row (its book's name and id), across rounds: the first's time, until another reading. */
-export type ReplacedReadings = {
-  /** Whether this reading confirms one at least {@link REPLACED_CONFIRM_MS} before `nowMs` (else it is the first). */
-  readonly confirmed: (key: string, nowMs: number) => boolean;
-  /** Another reading (pending, unknown, mined): the next "replaced" is a first one again. */
-  readonly forget: (key: string) => void;
-  /** Forgets the rows not in `listed` (settled, or no longer listed). */
-  readonly keepOnly: (listed: ReadonlySet<string>) => void;
-};
-
-/** Keeps the readings of "replaced" in memory: a restart reads twice again, the safe way. */
-export function replacedReadings(): ReplacedReadings {
-  const first = new Map<string, number>();
-  return {
-    confirmed(key, nowMs) {
-      const since = first.get(key);
-      if (since === undefined) first.set(key, nowMs);
-      return since !== undefined && nowMs - since >= REPLACED_CONFIRM_MS;
-    },
-    forget: (key) => void first.delete(key),
-    keepOnly(listed) {
-      for (const key of first.keys()) if (!listed.has(key)) first.delete(key);
-    },
-  };
 }
 
 /** A given-back row with its book. */
@@ -87,6 +57,8 @@ export type GivenBack = { readonly book: SubmissionBook; readonly row: GivenBack
 export type GivenBackWatchDeps = {
   readonly chainId: number;
   readonly txStatus: TxStatusReader;
+  /** Read when each write is looked at, not at the round's start: a round's rows may take minutes before it. */
+  readonly clock: Clock;
   readonly replacements?: TxReplacementStore | undefined;
   /** Records an outcome as the reconciler does (the chain saved first). */
   readonly record: {
@@ -95,8 +67,15 @@ export type GivenBackWatchDeps = {
   };
 };
 
-/** One round's look: its clock, and where it counts what it recorded. */
-export type GivenBackRound = { readonly nowMs: number; readonly report: { mined: number; reverted: number } };
+/**
+ * One round's look: its start (which writes are due), where it counts what it recorded, and whether a newer round took
+ * its place (it then looks at no more writes).
+ */
+export type GivenBackRound = {
+  readonly nowMs: number;
+  readonly report: { mined: number; reverted: number };
+  readonly superseded?: (() => boolean) | undefined;
+};
 
 /** A reconciler's watch over its given-back writes, across rounds. */
 export type GivenBackWatch = {
@@ -114,7 +93,7 @@ const keyOf = ({ book, row }: GivenBack) => `${book.name}/${row.id}`;
 /** Builds the watch; when each row was last looked at, and its readings of "replaced", are kept between rounds. */
 export function givenBackWatch(deps: GivenBackWatchDeps): GivenBackWatch {
   const lookedAt = new Map<string, number>();
-  const replaced = replacedReadings();
+  const replaced = replacedReadings(deps.clock);
   return {
     async round(rows, round) {
       const listed = new Set(rows.map(keyOf));
@@ -127,8 +106,11 @@ export function givenBackWatch(deps: GivenBackWatchDeps): GivenBackWatch {
         .slice(0, GIVEN_BACK_PER_ROUND);
       const look: Look = { ...deps, ...round, replaced, countOf: walletCounts(deps.txStatus) };
       for (const { given } of due) {
-        lookedAt.set(keyOf(given), round.nowMs);
-        await lookUp(look, given);
+        if (round.superseded?.() === true) return;
+        // Dated when it is taken (found in review: the round's start dated a look minutes early, and the next came early).
+        const askedAtMs = deps.clock.nowMs();
+        lookedAt.set(keyOf(given), askedAtMs);
+        await lookUp(look, given, askedAtMs);
       }
     },
   };
@@ -156,12 +138,13 @@ function walletCounts(txStatus: TxStatusReader) {
 }
 
 /** Looks one given-back write's transactions up, and records what the chain proves of it (see the module's comment). */
-async function lookUp(look: Look, { book, row }: GivenBack): Promise<void> {
+async function lookUp(look: Look, { book, row }: GivenBack, askedAtMs: number): Promise<void> {
   if (row.txHash === null) return;
   const key = keyOf({ book, row });
   if (row.tx !== null) {
+    // None of its transactions in a block yet: no reading of "replaced", and none that starts the readings again.
     const count = await look.countOf(row.tx.wallet);
-    if (count !== undefined && count <= BigInt(row.tx.nonce)) return look.replaced.forget(key);
+    if (count !== undefined && count <= BigInt(row.tx.nonce)) return;
   }
   const bumps = row.tx === null || look.replacements === undefined ? [] : await look.replacements.list(book.name, look.chainId, row.id);
   const txs: readonly (SignedTx | undefined)[] = row.tx === null ? [undefined] : [row.tx, ...bumps.map((b) => b.tx)];
@@ -170,6 +153,7 @@ async function lookUp(look: Look, { book, row }: GivenBack): Promise<void> {
   for (const tx of txs) {
     const hash = (tx?.txHash ?? row.txHash) as HexString;
     const status: TxStatus = await look.txStatus.status(hash, tx);
+    look.replaced.read(key, status);
     if (status.status === "success") {
       await look.record.mined(book, row.id, { txHash: hash, uid: status.uidsBySignature?.get(row.id) ?? status.uid, blockNumber: status.blockNumber, uids: status.uidsBySignature });
       look.report.mined++;
@@ -183,7 +167,8 @@ async function lookUp(look: Look, { book, row }: GivenBack): Promise<void> {
     if (status.status === "rpc-error") unread = true;
     else if (status.status !== "replaced") replaced = false;
   }
-  if (!replaced) return look.replaced.forget(key);
+  // Unknown or held by the node keeps an earlier reading of "replaced" (in a block forgot it above): this is none.
+  if (!replaced) return;
   // A failed read says nothing either way: an earlier reading of "replaced" still counts, and this is none.
   if (unread) return;
   // A node that pruned history says "replaced" of a mined transaction too: what the write spends tells them apart.
@@ -194,5 +179,5 @@ async function lookUp(look: Look, { book, row }: GivenBack): Promise<void> {
     return;
   }
   if (spent === undefined && book.spent !== undefined) return;
-  if (look.replaced.confirmed(key, look.nowMs)) await book.release(row.id, "replaced");
+  if (look.replaced.confirmed(key, askedAtMs)) await book.release(row.id, "replaced");
 }

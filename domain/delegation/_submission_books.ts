@@ -6,6 +6,23 @@ import type { ReplayStore } from "../../ports/replay_store.ts";
 import type { OpenSubmission, SubmissionBook } from "../../ports/submissions.ts";
 import { delegatedWriteSpent, nonceMovedPast } from "./sponsored_write_spent.ts";
 
+/**
+ * Records what the chain holds in a book, each after the chain it was read from is saved (`saveChain`, see the
+ * reconciler's deps; no save for a release, which says nothing landed).
+ */
+export function recorder(saveChain: (() => Promise<void>) | undefined) {
+  return {
+    mined: async (book: SubmissionBook, id: string, outcome: Parameters<SubmissionBook["mined"]>[1]) => {
+      await saveChain?.();
+      await book.mined(id, outcome);
+    },
+    reverted: async (book: SubmissionBook, id: string, txHash: string, blockNumber: bigint) => {
+      await saveChain?.();
+      await book.reverted(id, txHash, blockNumber);
+    },
+  };
+}
+
 /** The name of the relays' book: their fee bumps are kept under it, keyed by the replay record's key. */
 export const REPLAY_BOOK = "delegated_attestations";
 

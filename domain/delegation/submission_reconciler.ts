@@ -7,8 +7,8 @@
  *   its own, decisions §23; a witness is charged); reverted → recorded as such (a witness is given back); its nonce
  *   taken by another transaction → released, unless what the submission spends is spent (then it landed: recorded
  *   mined, charged); in a book whose releases are answered to clients (both are), only once read so on two rounds
- *   `REPLACED_CONFIRM_MS` apart (one reading rests on a missing receipt, which a load-balanced provider's backend
- *   behind the head also gives);
+ *   `REPLACED_CONFIRM_MS` apart, each dated when taken, none between in a block (one reading rests on a missing
+ *   receipt, which a load-balanced provider's backend behind the head also gives; `_replaced_readings.ts`);
  *   still held by the node → left for the next round; in a block whose receipt the node does not give yet (a
  *   provider's backend behind the head) → left for the next round too, never released: the receipt settles it;
  * - unknown to the node while its nonce is still free → the stored bytes are sent again (same nonce,
@@ -40,7 +40,9 @@ import type { OpenSubmission, ReleaseCause, SignedTx, SubmissionBook, TxStatus, 
 import type { TxReplacement, TxReplacementStore } from "../../ports/tx_replacements.ts";
 import type { Logger } from "../../ports/logger.ts";
 import { type DeadlinePassed, deadlineWatch, signedDeadline } from "./_signed_deadline.ts";
-import { GIVEN_BACK_WATCH_MS, givenBackRows, givenBackWatch, type ReplacedReadings, replacedReadings } from "./_given_back_watch.ts";
+import { GIVEN_BACK_WATCH_MS, givenBackRows, givenBackWatch } from "./_given_back_watch.ts";
+import { oneRoundAtATime, type ReplacedReadings, replacedReadings } from "./_replaced_readings.ts";
+import { recorder } from "./_submission_books.ts";
 
 // The books the reconciler settles, kept beside it so this file keeps to the reconciling.
 export { REPLAY_BOOK, replayBook, witnessBook } from "./_submission_books.ts";
@@ -88,9 +90,6 @@ export type SubmissionReconcilerDeps = {
   readonly saveChain?: (() => Promise<void>) | undefined;
 };
 
-/** A round running this long is not shared: shorter than the app's give-up (15 minutes) that calls for a new one. */
-const ROUND_SHARED_MS = 10 * 60_000;
-
 /** Replacements are forgotten a week after they were signed; every submission is settled long before. */
 const REPLACEMENTS_KEPT_MS = 7 * 86_400_000;
 
@@ -100,28 +99,15 @@ type Round = { readonly report: ReconcileReport; readonly bumped: Map<string, Si
 /** One reconciliation round; `graceMs` overrides the default (0 at start-up on a private database). */
 export type Reconcile = (options?: { graceMs?: number }) => Promise<ReconcileReport>;
 
-/** Records what the chain holds, each after the chain it was read from is saved (no save for a release). */
-function recorder(deps: SubmissionReconcilerDeps) {
-  return {
-    mined: async (book: SubmissionBook, id: string, outcome: Parameters<SubmissionBook["mined"]>[1]) => {
-      await deps.saveChain?.();
-      await book.mined(id, outcome);
-    },
-    reverted: async (book: SubmissionBook, id: string, txHash: string, blockNumber: bigint) => {
-      await deps.saveChain?.();
-      await book.reverted(id, txHash, blockNumber);
-    },
-  };
-}
-
 /**
- * What a round's steps share: the deps, how outcomes are recorded, the round's report, bumps and clock, since when each
- * row (by book and id) has been silent (unknown, no verdict on its resends), and its deadline proofs (reads shared).
+ * What a round's steps share: the deps, how outcomes are recorded, the round's report and bumps, since when each row
+ * (by book and id) has been silent (unknown, no verdict on its resends), and its deadline proofs (reads shared). No
+ * round's start is kept for its steps: each reads the clock when it reads the chain (found in review: a slow round
+ * dated its last rows' readings minutes early).
  */
 type Reconciling = Round & {
   readonly deps: SubmissionReconcilerDeps;
   readonly record: ReturnType<typeof recorder>;
-  readonly now: number;
   readonly silentSince: Map<string, number>;
   readonly deadlinePassed: DeadlinePassed;
   /** The readings of "replaced" of the books answering releases, across rounds: one is released so only on a second. */
@@ -131,29 +117,16 @@ type Reconciling = Round & {
 /** Builds the reconciler over every book of open submissions. */
 export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reconcile {
   // A release needs no save: it says nothing landed, which a chain restored to an earlier state cannot contradict.
-  const record = recorder(deps);
+  const record = recorder(deps.saveChain);
   // Since when each open row has been unknown to the node with no verdict on its resends, across rounds (found in
   // review: counted from the row's creation, one rate-limited resend of an old row's evicted bytes released it).
   const silentSince = new Map<string, number>();
   const deadlines = deadlineWatch({ ...deps, minesOnDemand: deps.minesOnDemand === true });
-  const replaced = replacedReadings();
+  const replaced = replacedReadings(deps.clock);
   const watch = givenBackWatch({ ...deps, record });
-  // One round at a time: a call while one runs gets that round's report, its own `graceMs` unused (rounds overlapping
-  // shared the head's watch and the rows' silences, and sent the same rows' bytes twice), unless it has run
-  // ROUND_SHARED_MS: a call that never answers (a database query has no timeout) held this chain's rounds for good
-  // (found in review). Overlapping then is safe, as two instances' rounds are: the same bytes resent, an outcome kept
-  // only on a row still open. The stuck round, should it end, leaves the new one running.
-  let running: { readonly round: Promise<ReconcileReport>; readonly sinceMs: number } | undefined;
-  return (options = {}) => {
-    const sinceMs = deps.clock.nowMs();
-    if (running !== undefined && sinceMs - running.sinceMs < ROUND_SHARED_MS) return running.round;
-    const round: Promise<ReconcileReport> = reconcileOnce(options).finally(() => {
-      if (running?.round === round) running = undefined;
-    });
-    running = { round, sinceMs };
-    return round;
-  };
-  async function reconcileOnce(options: { graceMs?: number }) {
+  // One round at a time, unless one has run ROUND_SHARED_MS: it then stops at its next row (`oneRoundAtATime`).
+  return oneRoundAtATime(deps.clock, reconcileOnce);
+  async function reconcileOnce(options: { graceMs?: number } = {}, superseded: () => boolean) {
     const now = deps.clock.nowMs();
     const graceMs = options.graceMs ?? deps.graceMs;
     const report: ReconcileReport = { mined: 0, reverted: 0, released: 0, rebroadcast: 0, bumped: 0, open: 0 };
@@ -164,17 +137,24 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
     // Listed before this round releases anything: a row it gives back is looked up from the next round on.
     const givenBack = await givenBackRows(deps.books, now - GIVEN_BACK_WATCH_MS);
     const deadlinePassed = deadlines.round(now);
-    const round: Reconciling = { report, bumped: new Map(), deps, record, now, silentSince, deadlinePassed, replaced };
+    const round: Reconciling = { report, bumped: new Map(), deps, record, silentSince, deadlinePassed, replaced };
     try {
-      for (const { book, row } of rows) await settle(round, book, row);
-      await watch.round(givenBack, { nowMs: now, report });
+      for (const { book, row } of rows) {
+        // A newer round took its place (this one ran ROUND_SHARED_MS): it settles nothing more on what it listed then.
+        if (superseded()) return report;
+        await settle(round, book, row);
+      }
+      await watch.round(givenBack, { nowMs: now, report, superseded });
     } finally {
       // Rows no longer listed (settled by another instance, or in an earlier round) are forgotten, also after a round
-      // that failed part way: a row it did not reach counts again from its next silent round.
-      const listed = new Set(rows.map(({ book, row }) => silentKey(book, row)));
-      for (const key of silentSince.keys()) if (!listed.has(key)) silentSince.delete(key);
-      deadlines.keepOnly(listed);
-      replaced.keepOnly(listed);
+      // that failed part way: a row it did not reach counts again from its next silent round. A superseded round's list
+      // is old: what is kept across rounds is left to the round that took its place.
+      if (!superseded()) {
+        const listed = new Set(rows.map(({ book, row }) => silentKey(book, row)));
+        for (const key of silentSince.keys()) if (!listed.has(key)) silentSince.delete(key);
+        deadlines.keepOnly(listed);
+        replaced.keepOnly(listed);
+      }
     }
     await deps.replacements?.prune(now - REPLACEMENTS_KEPT_MS);
     return report;
@@ -188,7 +168,7 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
 async function earlier(round: Reconciling, book: SubmissionBook, row: OpenSubmission, txs: readonly SignedTx[]) {
   const { deps, report } = round;
   for (const tx of txs) {
-    const status = await deps.txStatus.status(tx.txHash, tx);
+    const status = await statusOf(round, book, row, tx);
     if (status.status === "success" || status.status === "reverted") {
       await landed(round, book, row, { hash: tx.txHash, status });
       return "settled" as const;
@@ -208,7 +188,8 @@ async function earlier(round: Reconciling, book: SubmissionBook, row: OpenSubmis
  * each item, and whichever transaction is mined settles them all.
  */
 async function bump(round: Reconciling, book: SubmissionBook, row: OpenSubmission, latest: SignedTx, replacements: readonly TxReplacement[]) {
-  const { deps, report, now } = round;
+  const { deps, report } = round;
+  const now = deps.clock.nowMs();
   const store = deps.replacements;
   const sign = deps.txStatus.replacement;
   if (store === undefined || sign === undefined || deps.bumpAfterMs === undefined) return false;
@@ -227,7 +208,7 @@ async function bump(round: Reconciling, book: SubmissionBook, row: OpenSubmissio
   }
   if (shared !== undefined || (await deps.txStatus.rebroadcast?.(next)) === "accepted") {
     // A node that mines on arrival has the receipt already: settle it in this round.
-    const after = await deps.txStatus.status(next.txHash, next);
+    const after = await statusOf(round, book, row, next);
     if (after.status === "success" || after.status === "reverted") {
       await settle(round, book, row);
       return true;
@@ -237,11 +218,27 @@ async function bump(round: Reconciling, book: SubmissionBook, row: OpenSubmissio
   return true;
 }
 
-/** Where one open submission's transactions stand: the newest the node should hold, and those it superseded. */
-type Txs = { readonly latest: SignedTx | null; readonly latestHash: string; readonly superseded: readonly SignedTx[]; readonly replacements: readonly TxReplacement[] };
+/**
+ * Where one open submission's transactions stand: the newest the node should hold, and those it superseded; and when
+ * the newest was last asked about (the clock before the call).
+ */
+type Txs = {
+  readonly latest: SignedTx | null;
+  readonly latestHash: string;
+  readonly superseded: readonly SignedTx[];
+  readonly replacements: readonly TxReplacement[];
+  readonly askedAtMs: number;
+};
 
 /** A row's key in {@link Reconciling.silentSince}. */
 const silentKey = (book: SubmissionBook, row: OpenSubmission) => `${book.name}/${row.id}`;
+
+/** Asks the node about one of the row's transactions (`hash`, else `tx`'s), the answer kept as a reading of the row. */
+async function statusOf(round: Reconciling, book: SubmissionBook, row: OpenSubmission, tx: SignedTx | null, hash?: string) {
+  const status = await round.deps.txStatus.status((hash ?? tx!.txHash) as HexString, tx ?? undefined);
+  round.replaced.read(silentKey(book, row), status);
+  return status;
+}
 
 /** Gives a row back with why (a proven cause, or one of `UNPROVEN_RELEASES`, which prove nothing: see `givenBack`). */
 async function release(round: Reconciling, book: SubmissionBook, row: OpenSubmission, cause: ReleaseCause) {
@@ -269,12 +266,12 @@ async function settle(round: Reconciling, book: SubmissionBook, row: OpenSubmiss
     round.silentSince.delete(silentKey(book, row));
     if (await bump(round, book, row, latest, replacements)) return;
   }
-  const status = await deps.txStatus.status(latestHash as HexString, latest ?? undefined);
+  const askedAtMs = deps.clock.nowMs();
+  const status = await statusOf(round, book, row, latest, latestHash);
   // Only an answer about the transaction breaks its silence: a status read that failed says nothing either way (it
   // restarted the count, and a provider failing one read in five kept the record open for good).
   if (status.status !== "not-found" && status.status !== "rpc-error") round.silentSince.delete(silentKey(book, row));
-  if (status.status !== "replaced" && status.status !== "rpc-error") round.replaced.forget(silentKey(book, row));
-  const txs: Txs = { latest, latestHash, superseded, replacements };
+  const txs: Txs = { latest, latestHash, superseded, replacements, askedAtMs };
   switch (status.status) {
     case "success":
     case "reverted":
@@ -329,7 +326,7 @@ async function takenByAnother(round: Reconciling, book: SubmissionBook, row: Ope
   }
   // A book whose releases are answered to clients (a retry told "nothing written", a relay write's submission failed,
   // its payment forgotten) needs a second reading, REPLACED_CONFIRM_MS after the first, before it calls that proven.
-  if (book.answersReleases === true && !round.replaced.confirmed(silentKey(book, row), round.now)) {
+  if (book.answersReleases === true && !round.replaced.confirmed(silentKey(book, row), txs.askedAtMs)) {
     round.report.open++;
     return;
   }
@@ -338,14 +335,15 @@ async function takenByAnother(round: Reconciling, book: SubmissionBook, row: Ope
 
 /** The node does not know the newest transaction: it is sent again, or released once lost for long enough. */
 async function settleNotFound(round: Reconciling, book: SubmissionBook, row: OpenSubmission, txs: Txs): Promise<void> {
-  const { deps, report, now } = round;
+  const { deps, report } = round;
   const { latest, latestHash } = txs;
   const rebroadcast = deps.txStatus.rebroadcast;
   if (latest === null || rebroadcast === undefined) {
-    if (now - row.createdAtMs >= deps.lostAfterMs) return await release(round, book, row, "lost");
+    if (txs.askedAtMs - row.createdAtMs >= deps.lostAfterMs) return await release(round, book, row, "lost");
     report.open++;
     return;
   }
+  const sentAtMs = deps.clock.nowMs();
   const sent = await rebroadcast(latest);
   if (sent === "refused") return await settleRefused(round, book, row, txs);
   const key = silentKey(book, row);
@@ -353,11 +351,12 @@ async function settleNotFound(round: Reconciling, book: SubmissionBook, row: Ope
     // No verdict on the bytes: asked again next round, not for ever. A node whose reads work and whose every send answers
     // -32603, -32005 or 429 kept the record open (409 DUPLICATE, the bytes sent each round, found in review): once that
     // lasted `lostAfterMs` without a break, it is released as one without a rebroadcast is, after an earlier one of ours.
-    const since = round.silentSince.get(key) ?? now;
+    // Timed by the clock around each resend, never the round's start (a slow round's would count time never watched).
+    const since = round.silentSince.get(key) ?? deps.clock.nowMs();
     round.silentSince.set(key, since);
     // One whose signatures carry a deadline: once the chain passed it, never on the silence alone (decisions §15).
     const deadline = signedDeadline(latest.raw);
-    if (deadline === undefined ? now - since >= deps.lostAfterMs : await round.deadlinePassed({ key, tx: latest, deadline })) {
+    if (deadline === undefined ? sentAtMs - since >= deps.lostAfterMs : await round.deadlinePassed({ key, tx: latest, deadline })) {
       if ((await earlier(round, book, row, txs.superseded)) !== "none") return;
       return await release(round, book, row, deadline === undefined ? "silence" : "deadline");
     }
@@ -367,7 +366,7 @@ async function settleNotFound(round: Reconciling, book: SubmissionBook, row: Ope
   round.silentSince.delete(key);
   report.rebroadcast++;
   // A node that mines on arrival (a devnet) has the receipt already: settle it in this round.
-  const after = await deps.txStatus.status(latestHash as HexString, latest);
+  const after = await statusOf(round, book, row, latest, latestHash);
   if (after.status === "success" || after.status === "reverted") return await settle(round, book, row);
   report.open++;
 }
@@ -383,9 +382,10 @@ async function settleRefused(round: Reconciling, book: SubmissionBook, row: Open
   const latest = txs.latest!;
   // A replacement the node refused may leave an earlier transaction of ours in its pool, or mined.
   if ((await earlier(round, book, row, txs.superseded)) !== "none") return;
-  const after = await deps.txStatus.status(txs.latestHash as HexString, latest);
+  const askedAtMs = deps.clock.nowMs();
+  const after = await statusOf(round, book, row, latest, txs.latestHash);
   if (after.status === "success" || after.status === "reverted") return await landed(round, book, row, { hash: txs.latestHash, status: after });
-  if (after.status === "replaced") return await takenByAnother(round, book, row, txs);
+  if (after.status === "replaced") return await takenByAnother(round, book, row, { ...txs, askedAtMs });
   if (after.status !== "not-found") {
     report.open++;
     return;

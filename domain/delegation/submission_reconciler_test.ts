@@ -1270,7 +1270,7 @@ describe("a resend refused, the quota of a write that may land, the watch's cost
     expect((await ledger.find("w0"))?.state).toBe("committed");
   });
 
-  test("a sponsored write's nonce taken is proven only when read so twice five minutes apart, on the open write and the given-back one alike; another reading in between starts again", async () => {
+  test("a sponsored write's nonce taken is proven only when read so twice five minutes apart, on the open write and the given-back one alike; one in a block in between starts again", async () => {
     const clock = fakeClock(1_000_000);
     const ledger = fakeWriteLedger();
     await sentWrite(ledger, "open", 0);
@@ -1284,8 +1284,9 @@ describe("a resend refused, the quota of a write that may land, the watch's cost
     chain.statuses["0xgiven"] = { status: "replaced" };
     expect(await reconcile()).toMatchObject({ released: 0, open: 1 });
     expect([(await ledger.find("open"))?.state, (await ledger.find("given"))?.releaseCause]).toEqual(["broadcast", "silence"]);
-    // The node holds it again: the next "replaced" is a first reading.
-    chain.statuses["0xopen"] = { status: "pending" };
+    // The node names a block for it (its receipt to come): the next "replaced" is a first reading. Held by the node or
+    // unknown to it would not do (a lagging backend's answer, found in review).
+    chain.statuses["0xopen"] = { status: "included", blockNumber: 5n };
     clock.set(1_000_000 + 5 * MIN);
     await reconcile();
     chain.statuses["0xopen"] = { status: "replaced" };
@@ -1322,5 +1323,121 @@ describe("a relay record's nonce taken is read twice too (found in review)", () 
     clock.set(1_000_000 + 5 * 60_000);
     expect(await reconcile()).toMatchObject({ released: 1 });
     expect([released, await replay.find(1, "taken")]).toEqual([["taken"], undefined]);
+  });
+});
+
+describe("'replaced' read twice, each reading dated when taken; a lagging reading between does not start again (found in review)", () => {
+  const MIN = 60_000;
+  const T = 1_000_000;
+  /** A witness write of account `a` signed and sent at 0 (its bytes carry no deadline). */
+  const sentWrite = async (ledger: ReturnType<typeof fakeWriteLedger>, id: string, nonce: number) => {
+    await ledger.reserve({ id, accountId: "a", year: 2026, fingerprint: id, createdAtMs: 0 }, 100);
+    await ledger.markSigned(id, tx(id, nonce), 0);
+    await ledger.markSent(id, 0);
+  };
+  const states = async (ledger: ReturnType<typeof fakeWriteLedger>, ids: readonly string[]) =>
+    Object.fromEntries(await Promise.all(ids.map(async (id) => [id, [(await ledger.find(id))?.state, (await ledger.find(id))?.releaseCause]])));
+
+  test("a slow round dates its late readings when they are taken: the next round's, seconds later, confirms nothing (nonce taken, silence, a given-back write's look)", async () => {
+    const clock = fakeClock(T);
+    const ledger = fakeWriteLedger();
+    await sentWrite(ledger, "slow", 0);
+    await sentWrite(ledger, "taken", 1);
+    await sentWrite(ledger, "silent", 2);
+    await sentWrite(ledger, "given", 3);
+    await ledger.release("given", T - MIN, "silence");
+    const chain = fakeChain({ "0xslow": { status: "pending" }, "0xtaken": { status: "replaced" }, "0xgiven": { status: "replaced" } }, "rpc-error");
+    // The first read of the first row takes six minutes (RPC timeouts, retries): the rows after it are read that late.
+    let slowReads = 0;
+    const reader = {
+      ...chain,
+      status(hash: HexString) {
+        if (hash === "0xslow" && slowReads++ === 0) clock.set(clock.nowMs() + 6 * MIN);
+        return chain.status(hash);
+      },
+    };
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [witnessBook(ledger, clock)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 5 * MIN });
+    expect(await reconcile()).toMatchObject({ released: 0 });
+    // Five seconds after those readings: before, each was dated at its round's start, six minutes back, and this round
+    // released all three (two as proven "replaced": "nothing written", the payment forgotten).
+    clock.set(T + 6 * MIN + 5_000);
+    expect(await reconcile()).toMatchObject({ released: 0 });
+    expect(await states(ledger, ["taken", "silent", "given"])).toEqual({
+      taken: ["broadcast", undefined],
+      silent: ["broadcast", undefined],
+      given: ["released", "silence"],
+    });
+    // Five minutes and more after them (the given-back write's next look, as long after its first as that was after its
+    // release): each is confirmed.
+    clock.set(T + 13 * MIN);
+    expect(await reconcile()).toMatchObject({ released: 2 });
+    expect(await states(ledger, ["slow", "taken", "silent", "given"])).toEqual({
+      slow: ["broadcast", undefined],
+      taken: ["released", "replaced"],
+      silent: ["released", "silence"],
+      given: ["released", "replaced"],
+    });
+  });
+
+  test("a round superseded (it ran ROUND_SHARED_MS) stops at its next row: it reads and settles nothing more on what it listed long ago", async () => {
+    const clock = fakeClock(T);
+    const ledger = fakeWriteLedger();
+    await sentWrite(ledger, "stuck", 0);
+    await sentWrite(ledger, "next", 1);
+    const chain = fakeChain({ "0xstuck": { status: "pending" }, "0xnext": { status: "reverted", blockNumber: 3n } });
+    // The first round's first read never answers on its own (a call with no bound); every later read answers.
+    const reads: string[] = [];
+    let answer: (() => void) | undefined;
+    const reader = {
+      ...chain,
+      status(hash: HexString) {
+        reads.push(hash);
+        if (reads.length > 1) return chain.status(hash);
+        return new Promise<TxStatus>((resolve) => answer = () => resolve({ status: "pending" }));
+      },
+    };
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [witnessBook(ledger, clock)], txStatus: reader, clock, graceMs: 0, lostAfterMs: 600_000 });
+    const stuck = reconcile();
+    while (answer === undefined) await Promise.resolve();
+    clock.set(T + 10 * MIN);
+    chain.statuses["0xnext"] = { status: "pending" };
+    expect(await reconcile()).toMatchObject({ reverted: 0, open: 2 });
+    expect(reads).toEqual(["0xstuck", "0xstuck", "0xnext"]);
+    // The stuck read answers at last: the round it belongs to stops there. Before, it went on to the next row and
+    // settled it on what it read (a row the new round had found open).
+    chain.statuses["0xnext"] = { status: "reverted", blockNumber: 3n };
+    answer!();
+    await stuck;
+    expect(reads).toEqual(["0xstuck", "0xstuck", "0xnext"]);
+    expect((await ledger.find("next"))?.state).toBe("broadcast");
+  });
+
+  test("readings of 'replaced' with unknown or pending ones between (a flapping provider) are confirmed five minutes after the first", async () => {
+    const clock = fakeClock(T);
+    const ledger = fakeWriteLedger();
+    await sentWrite(ledger, "open", 0);
+    await sentWrite(ledger, "given", 1);
+    await ledger.release("given", T - MIN, "silence");
+    const chain = fakeChain({}, "rpc-error");
+    const read = (status: TxStatus) => {
+      chain.statuses["0xopen"] = status;
+      chain.statuses["0xgiven"] = status;
+    };
+    const reconcile = createSubmissionReconciler({ chainId: 1, books: [witnessBook(ledger, clock)], txStatus: chain, clock, graceMs: 0, lostAfterMs: 60 * MIN });
+    // The given-back write is looked at T, T + 2 and T + 5 minutes (each gap as long as it has been since its release).
+    read({ status: "replaced" });
+    await reconcile();
+    read({ status: "not-found" });
+    clock.set(T + 2 * MIN);
+    await reconcile();
+    read({ status: "pending" });
+    clock.set(T + 4 * MIN);
+    await reconcile();
+    // Before, the reading between started the count again: a provider whose backends answered so in turn held the
+    // write whose nonce another transaction took open for good.
+    read({ status: "replaced" });
+    clock.set(T + 5 * MIN);
+    expect(await reconcile()).toMatchObject({ released: 1 });
+    expect(await states(ledger, ["open", "given"])).toEqual({ open: ["released", "replaced"], given: ["released", "replaced"] });
   });
 });
