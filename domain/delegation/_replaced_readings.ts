@@ -27,7 +27,19 @@ export type ReplacedReadings = {
   readonly read: (key: string, status: TxStatus) => void;
   /** Forgets the rows not in `listed` (settled, or no longer listed). */
   readonly keepOnly: (listed: ReadonlySet<string>) => void;
+  /** Forgets one row's readings (it was released). */
+  readonly forget: (key: string) => void;
 };
+
+/**
+ * Forgets what a round kept of a row it releases: its silence and its first "replaced". A relay record's key is its
+ * signature's, accepted again once released: kept, the new record's first "replaced" confirmed against the old one's
+ * (found in review).
+ */
+export function forgetReleased(round: { readonly silentSince: Map<string, number>; readonly replaced: ReplacedReadings }, key: string): void {
+  round.silentSince.delete(key);
+  round.replaced.forget(key);
+}
 
 /**
  * Whether a reading says the transaction is in a block (mined, reverted, or its receipt still to come): only such a
@@ -53,6 +65,9 @@ export function replacedReadings(clock: Clock): ReplacedReadings {
     },
     keepOnly(listed) {
       for (const key of first.keys()) if (!listed.has(key)) first.delete(key);
+    },
+    forget(key) {
+      first.delete(key);
     },
   };
 }

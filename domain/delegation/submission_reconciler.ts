@@ -41,7 +41,7 @@ import type { TxReplacement, TxReplacementStore } from "../../ports/tx_replaceme
 import type { Logger } from "../../ports/logger.ts";
 import { type DeadlinePassed, deadlineWatch, signedDeadline } from "./_signed_deadline.ts";
 import { GIVEN_BACK_WATCH_MS, givenBackRows, givenBackWatch } from "./_given_back_watch.ts";
-import { oneRoundAtATime, type ReplacedReadings, replacedReadings } from "./_replaced_readings.ts";
+import { forgetReleased, oneRoundAtATime, type ReplacedReadings, replacedReadings } from "./_replaced_readings.ts";
 import { recorder } from "./_submission_books.ts";
 
 // The books the reconciler settles, kept beside it so this file keeps to the reconciling.
@@ -144,7 +144,7 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
         if (superseded()) return report;
         await settle(round, book, row);
       }
-      await watch.round(givenBack, { nowMs: now, report, superseded });
+      if (!superseded()) await watch.round(givenBack, { nowMs: now, report, superseded });
     } finally {
       // Rows no longer listed (settled by another instance, or in an earlier round) are forgotten, also after a round
       // that failed part way: a row it did not reach counts again from its next silent round. A superseded round's list
@@ -242,7 +242,7 @@ async function statusOf(round: Reconciling, book: SubmissionBook, row: OpenSubmi
 
 /** Gives a row back with why (a proven cause, or one of `UNPROVEN_RELEASES`, which prove nothing: see `givenBack`). */
 async function release(round: Reconciling, book: SubmissionBook, row: OpenSubmission, cause: ReleaseCause) {
-  round.silentSince.delete(silentKey(book, row));
+  forgetReleased(round, silentKey(book, row));
   await book.release(row.id, cause);
   round.report.released++;
 }

@@ -1440,4 +1440,16 @@ describe("'replaced' read twice, each reading dated when taken; a lagging readin
     expect(await reconcile()).toMatchObject({ released: 1 });
     expect(await states(ledger, ["open", "given"])).toEqual({ open: ["released", "replaced"], given: ["released", "replaced"] });
   });
+
+  test("a row's first 'replaced' is forgotten when it is released", async () => {
+    const { forgetReleased, replacedReadings } = await import("./_replaced_readings.ts");
+    const clock = fakeClock(T);
+    const round = { silentSince: new Map([["k", T]]), replaced: replacedReadings(clock) };
+    expect(round.replaced.confirmed("k", T)).toBe(false);
+    forgetReleased(round, "k");
+    expect(round.silentSince.has("k")).toBe(false);
+    // Kept, a record accepted again under the same key confirmed against the old one's reading.
+    clock.set(T + 10 * MIN);
+    expect(round.replaced.confirmed("k", T + 10 * MIN)).toBe(false);
+  });
 });
