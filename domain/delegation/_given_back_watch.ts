@@ -24,7 +24,6 @@
  */
 import type { HexString, SignedTx } from "../../ports/eas.ts";
 import {
-  type BlockStamp,
   GIVEN_BACK_WATCH_MS,
   type GivenBackSubmission,
   type SubmissionBook,
@@ -34,6 +33,7 @@ import {
 import type { TxReplacementStore } from "../../ports/tx_replacements.ts";
 import type { Clock } from "../../ports/clock.ts";
 import { REPLACED_CONFIRM_MS, type ReplacedReadings, replacedReadings } from "./_replaced_readings.ts";
+import { type RoundReads, roundReads } from "./_signed_deadline.ts";
 
 export { GIVEN_BACK_WATCH_MS, REPLACED_CONFIRM_MS };
 
@@ -75,6 +75,8 @@ export type GivenBackRound = {
   readonly nowMs: number;
   readonly report: { mined: number; reverted: number };
   readonly superseded?: (() => boolean) | undefined;
+  /** The round's reads of the chain, shared with its deadline proofs; absent: the watch's own for the round. */
+  readonly reads?: RoundReads | undefined;
 };
 
 /** A reconciler's watch over its given-back writes, across rounds. */
@@ -104,7 +106,7 @@ export function givenBackWatch(deps: GivenBackWatchDeps): GivenBackWatch {
         .filter(({ dueMs }) => dueMs <= round.nowMs)
         .sort((a, b) => a.dueMs - b.dueMs || a.given.row.releasedAtMs - b.given.row.releasedAtMs)
         .slice(0, GIVEN_BACK_PER_ROUND);
-      const look: Look = { ...deps, ...round, replaced, countOf: walletCounts(deps.txStatus) };
+      const look: Look = { ...deps, ...round, replaced, countOf: (round.reads ?? roundReads(deps.txStatus)).countAt };
       for (const { given } of due) {
         if (round.superseded?.() === true) return;
         // Dated when it is taken (found in review: the round's start dated a look minutes early, and the next came early).
@@ -121,21 +123,6 @@ type Look = GivenBackWatchDeps & GivenBackRound & {
   readonly replaced: ReplacedReadings;
   readonly countOf: (wallet: string) => Promise<bigint | undefined>;
 };
-
-/** Each wallet's transaction count at the node's latest block, read once a round (the block too); undefined: unread. */
-function walletCounts(txStatus: TxStatusReader) {
-  let head: Promise<BlockStamp | undefined> | undefined;
-  const counts = new Map<string, Promise<bigint | undefined>>();
-  return async (wallet: string) => {
-    const latest = await (head ??= txStatus.latestBlock());
-    if (latest === undefined) return undefined;
-    const key = wallet.toLowerCase();
-    let count = counts.get(key);
-    // At the block's number, never a tag: a backend without that block fails the call rather than answer for its own.
-    if (count === undefined) counts.set(key, count = txStatus.nonceAt(wallet, latest.number));
-    return await count;
-  };
-}
 
 /** Looks one given-back write's transactions up, and records what the chain proves of it (see the module's comment). */
 async function lookUp(look: Look, { book, row }: GivenBack, askedAtMs: number): Promise<void> {

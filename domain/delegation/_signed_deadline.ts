@@ -46,8 +46,41 @@ export const QUIET_HEAD_MS = 10 * 60_000;
 
 const same = (a: string | undefined, b: string) => a?.toLowerCase() === b.toLowerCase();
 
-/** Whether a lost transaction carrying `deadline` can never land; one round's, sharing that round's block reads. */
-export type DeadlinePassed = (lost: { readonly key: string; readonly tx: SignedTx; readonly deadline: bigint }) => Promise<boolean>;
+/**
+ * One reconciler round's reads of the chain, shared by the deadline proofs and the given-back watch: the node's latest
+ * block read once, and each wallet's transaction count at that block's number once (never at a tag: a backend without
+ * the block fails the call rather than answer for its own). Undefined: not read.
+ */
+export type RoundReads = {
+  readonly latest: () => Promise<BlockStamp | undefined>;
+  readonly countAt: (wallet: string) => Promise<bigint | undefined>;
+};
+
+/** {@link RoundReads} of one round. */
+export function roundReads(txStatus: TxStatusReader): RoundReads {
+  let head: Promise<BlockStamp | undefined> | undefined;
+  const counts = new Map<string, Promise<bigint | undefined>>();
+  const latest = () => head ??= txStatus.latestBlock();
+  return {
+    latest,
+    async countAt(wallet) {
+      const block = await latest();
+      if (block === undefined) return undefined;
+      const key = wallet.toLowerCase();
+      let count = counts.get(key);
+      if (count === undefined) counts.set(key, count = txStatus.nonceAt(wallet, block.number));
+      return await count;
+    },
+  };
+}
+
+/**
+ * Whether a lost transaction carrying `deadline` can never land; one round's, with that round's reads of the chain
+ * (`reads`, which the round's given-back watch shares).
+ */
+export type DeadlinePassed = ((lost: { readonly key: string; readonly tx: SignedTx; readonly deadline: bigint }) => Promise<boolean>) & {
+  readonly reads: RoundReads;
+};
 
 /** What the deadline proofs need, across a reconciler's rounds. */
 export type DeadlineWatchDeps = {
@@ -114,11 +147,11 @@ export function deadlineWatch(deps: DeadlineWatchDeps): DeadlineWatch {
   let seen: { readonly hash: string; readonly sinceMs: number } | undefined;
   const told = new Set<string>();
   const round = (nowMs: number): DeadlinePassed => {
+    const reads = roundReads(txStatus);
     let latest: Promise<{ readonly head: BlockStamp; readonly atMs: number } | undefined> | undefined;
     let pending: Promise<PendingBlock | undefined> | undefined;
-    const counts = new Map<string, Promise<bigint | undefined>>();
     const readLatest = () =>
-      latest ??= txStatus.latestBlock().then((head) => {
+      latest ??= reads.latest().then((head) => {
         if (head === undefined) return undefined;
         const atMs = clock.nowMs();
         if (!same(seen?.hash, head.hash)) seen = { hash: head.hash, sinceMs: atMs };
@@ -129,12 +162,6 @@ export function deadlineWatch(deps: DeadlineWatchDeps): DeadlineWatch {
       if (!deps.minesOnDemand || seen === undefined || !same(seen.hash, head.hash) || atMs - seen.sinceMs < QUIET_HEAD_MS) return false;
       const next = await (pending ??= txStatus.pendingBlock());
       return next !== undefined && same(next.parentHash, head.hash) && next.timestamp > deadline;
-    };
-    const countAt = (wallet: string, head: BlockStamp) => {
-      const key = wallet.toLowerCase();
-      let count = counts.get(key);
-      if (count === undefined) counts.set(key, count = txStatus.nonceAt(wallet, head.number));
-      return count;
     };
     const held = (key: string, tx: SignedTx, deadline: bigint, head: BlockStamp | undefined) => {
       if (Number(deadline) * 1000 >= nowMs || told.has(key)) return;
@@ -147,17 +174,18 @@ export function deadlineWatch(deps: DeadlineWatchDeps): DeadlineWatch {
         minesOnDemand: deps.minesOnDemand,
       });
     };
-    return async function passed({ key, tx, deadline }) {
+    const passed = async ({ key, tx, deadline }: Parameters<DeadlinePassed>[0]) => {
       if (Number(deadline) * 1000 > nowMs + DEADLINE_READ_MARGIN_MS) return false;
       const read = await readLatest();
       if (read === undefined || !(await nextPast(read, deadline))) {
         held(key, tx, deadline, read?.head);
         return false;
       }
-      const count = await countAt(tx.wallet, read.head);
+      const count = await reads.countAt(tx.wallet);
       if (count === undefined || count > BigInt(tx.nonce)) return false;
       return (await txStatus.status(tx.txHash, tx)).status === "not-found";
     };
+    return Object.assign(passed, { reads });
   };
   return {
     round,

@@ -144,7 +144,7 @@ export function createSubmissionReconciler(deps: SubmissionReconcilerDeps): Reco
         if (superseded()) return report;
         await settle(round, book, row);
       }
-      if (!superseded()) await watch.round(givenBack, { nowMs: now, report, superseded });
+      if (!superseded()) await watch.round(givenBack, { nowMs: now, report, superseded, reads: deadlinePassed.reads });
     } finally {
       // Rows no longer listed (settled by another instance, or in an earlier round) are forgotten, also after a round
       // that failed part way: a row it did not reach counts again from its next silent round. A superseded round's list
