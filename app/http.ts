@@ -301,11 +301,15 @@ function readiness(config: Pick<Config, "chains" | "signers">, f: Foundation, c:
       otherChainsReadiness(c.otherChains ?? [], held),
       oauthSigner ? c.oauth!.keys.signerRevoked() : Promise.resolve(false),
     ]);
+    // The delegate wallet's funds are shown (`delegateBalance` false under MIN_DELEGATE_BALANCE_WEI), not counted in
+    // `ready`: a wallet that cannot pay refuses the relays' writes itself (503, nothing recorded), and reads never spend
+    // gas. Counted, one wallet running dry took every instance on it out of the balancer's pool (all of them, with the
+    // one shared DELEGATE_SIGNER), and every public read with them: artifact trust went dark for want of gas.
     const delegateFunded = balance === undefined ? undefined : balance >= config.signers.minDelegateBalanceWei;
     const { follower: _, ...indexStatus } = status ?? c.index.status();
     // A stale index (no poll completed for INDEX_STALL_SECONDS) makes every public read 503 INDEX_STALE: not ready.
     const indexFresh = status !== undefined && !status.stale;
-    const defaultServes = rpc && delegateFunded !== false && indexFresh;
+    const defaultServes = rpc && indexFresh;
     // Decisions §30: one provider down fails its own chain only. With several attestation chains the instance is ready
     // while any of them serves; a chain that does not answers its own reads 503 INDEX_STALE naming it. Before, the
     // default chain's provider down took every instance out of the balancer, and every other chain's reads with it.

@@ -132,18 +132,32 @@ describe("operations", () => {
     expect(text).toContain("# TYPE ats_sponsored_writes_unsettled gauge\nats_sponsored_writes_unsettled 0");
   });
 
-  test("/readyz fails while the delegate wallet is below MIN_DELEGATE_BALANCE_WEI", async () => {
+  test("a delegate wallet below MIN_DELEGATE_BALANCE_WEI is shown on /readyz, not counted: reads go on, a write it cannot pay for is 503 with nothing recorded", async () => {
     const fine = await start();
     // Ready once the index's first poll has completed (before it, public reads would be 503 INDEX_STALE).
     expect(await fine.index.catchUp()).toBe(true);
     const ok = await fetch(`${fine.url}/readyz`);
     expect(ok.status).toBe(200);
     expect((await ok.json() as { checks: Record<string, boolean> }).checks).toMatchObject({ delegateBalance: true, rpc: true, database: true });
-    const poor = await start({ MIN_DELEGATE_BALANCE_WEI: (10n ** 30n).toString() });
+    // A delegate wallet holding nothing: before, /readyz was 503 on every instance using it, and a balancer took them
+    // all out, every public read with them.
+    const poor = await start({ DELEGATE_PRIVATE_KEY: generatePrivateKey() });
     expect(await poor.index.catchUp()).toBe(true);
     const res = await fetch(`${poor.url}/readyz`);
-    expect(res.status).toBe(503);
-    expect(await res.json()).toMatchObject({ status: "not-ready", checks: { delegateBalance: false } });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ status: "ready", checks: { delegateBalance: false, rpc: true, database: true, index: true } });
+    const read = await fetch(`${poor.url}/v1/attestations?subject=did:web:example.com`);
+    expect(read.status).toBe(200);
+    // The write is refused by the wallet's own check, before anything is recorded: sent again, it is refused the same
+    // way (not 409 DUPLICATE), and a funded instance accepts the same signature.
+    const body = await signedReview();
+    for (let i = 0; i < 2; i++) {
+      const refused = await attest(poor.url, body);
+      expect(refused.status).toBe(503);
+      expect(await refused.json()).toMatchObject({ code: "SUBMISSION_FAILED" });
+    }
+    const accepted = await attest(fine.url, body);
+    expect(accepted.status).toBe(200);
   });
 
   test("stop() lets an in-flight submission finish and answer, then refuses new connections", async () => {
