@@ -193,6 +193,9 @@ export async function openFoundation(config: Config, options: StartServiceOption
       easAddress: chain.easContract as Address,
       // The chain's own delegate when it names one: one client per chain, so one sender per wallet (app/write_chains.ts).
       delegateSigner: delegateOn(signers, chainId),
+      // The default chain's delegate keeps MIN_DELEGATE_BALANCE_WEI (what /readyz shows): under it a write is refused 503
+      // before anything is recorded. /readyz no longer counts it in `ready`, so this, not the balancer, stops the writes.
+      delegateReserveWei: config.signers.minDelegateBalanceWei,
       fetchFn: rpcFetch,
       // The delegated-attestation path meters its own calls (issue 28): no second parse of every request and response.
       rpcMetrics: metrics,

@@ -70,6 +70,12 @@ export type ViemEasOptions = {
    * its record from them, issue 43 item 5), before its caller is answered.
    */
   readonly onAttested?: ((written: WrittenAttestation) => void) | undefined;
+  /**
+   * The least the delegate wallet must hold for a write to be sent (MIN_DELEGATE_BALANCE_WEI on the default chain): under
+   * it the relays answer 503 before anything is recorded, and the rest is kept for the reconciler's fee bumps. 0 when
+   * absent (a write needs only its own gas).
+   */
+  readonly delegateReserveWei?: bigint | undefined;
   /** Whether the wallets send by `eth_sendRawTransactionSync` while the node mines on arrival (default `auto`). */
   readonly sendSync?: SendSyncMode | undefined;
   /**
@@ -236,7 +242,7 @@ export function createViemEas(options: ViemEasOptions): ViemEas {
 
   const delegate: DelegateSubmitter = {
     address: delegateSender.address,
-    checkFunds: () => delegateSender.checkFunds(TYPICAL_ATTEST_GAS),
+    checkFunds: () => delegateSender.checkFunds(TYPICAL_ATTEST_GAS, options.delegateReserveWei),
     simulate: (call, simulateOptions) => estimate(encode(call), simulateOptions?.maxGas),
     async submit(call, submitOptions: SubmitOptions): Promise<Submission> {
       const submission = await submitAttestation(delegateSender, easAddress, encode(call), submitOptions);

@@ -43,8 +43,11 @@ export type TxSender = {
   readonly send: (request: SendRequest) => Promise<SendOutcome>;
   /** Sends stored bytes again (same nonce, same hash); the next send re-reads the wallet's pending nonce. */
   readonly rebroadcast: (tx: SignedTx) => Promise<Rebroadcast>;
-  /** Whether the balance covers `gas` at the current maximum fee. */
-  readonly checkFunds: (gas: bigint) => Promise<FundsCheck>;
+  /**
+   * "ok" while the wallet holds `gas` at the current max fee, and at least `reserveWei` (the delegate's
+   * MIN_DELEGATE_BALANCE_WEI): "low" otherwise.
+   */
+  readonly checkFunds: (gas: bigint, reserveWei?: bigint) => Promise<FundsCheck>;
   /** Refreshes the fee cache if stale; call in the same tick as another read to share its batch. */
   readonly warmFees: () => Promise<unknown>;
   /**
@@ -183,12 +186,12 @@ export function createTxSender(options: TxSenderOptions): TxSender {
   return {
     address: account.address,
     warmFees: () => refreshFees().catch(() => undefined),
-    async checkFunds(gas) {
+    async checkFunds(gas, reserveWei = 0n) {
       try {
         // Read on every request, in the batch of the nonce read (issue 43 weighed keeping it for a while: a wallet emptied
         // elsewhere would then be found out by the node's refusal after the replay record, not before it, decisions §15).
         const [balance, fee] = await Promise.all([rpc.request("eth_getBalance", [account.address, "latest"]).then(quantity), refreshFees()]);
-        return balance >= gas * fee.maxFeePerGas ? "ok" : "low";
+        return balance >= gas * fee.maxFeePerGas && balance >= reserveWei ? "ok" : "low";
       } catch (error) {
         log("rpc_error", { op: "getBalance", error: describe(error) });
         return "rpc-error";

@@ -31,7 +31,7 @@ export const SignersSection = Type.Object({
   addresses: Type.Object({ delegate: address("DELEGATE_ADDRESS"), witness: address("WITNESS_ADDRESS"), x402: address("X402_ADDRESS") }),
   timeoutMs: int("SIGNER_TIMEOUT_MS", { default: 5_000, minimum: 100, maximum: 60_000, description: "a signature not given in time is 503 SIGNER_UNAVAILABLE" }),
   allowRawKeys: bool("ALLOW_RAW_KEYS", { default: false, description: "a raw key starts the service on a chain that is not a devnet" }),
-  minDelegateBalanceWei: declare(Type.BigInt({ description: "/readyz shows delegateBalance false while the delegate wallet holds less (not counted in ready)" }), "MIN_DELEGATE_BALANCE_WEI", "10000000000000000", (text) => {
+  minDelegateBalanceWei: declare(Type.BigInt({ description: "the delegate wallet's reserve: under it the relays refuse writes 503 and /readyz shows delegateBalance false (not counted in ready)" }), "MIN_DELEGATE_BALANCE_WEI", "10000000000000000", (text) => {
     const wei = text ?? "10000000000000000";
     if (!/^[0-9]+$/.test(wei)) throw new ConfigError("MIN_DELEGATE_BALANCE_WEI", "expected a whole number of wei");
     return BigInt(wei);
@@ -68,7 +68,7 @@ export type SignersConfig = {
   readonly delegatePrivateKey: `0x${string}` | undefined;
   /** The witness's raw key; default the delegate's. */
   readonly witnessPrivateKey: `0x${string}` | undefined;
-  /** `/readyz` fails while the delegate wallet holds less than this (wei). */
+  /** The delegate wallet's reserve (wei): under it `/readyz` shows `delegateBalance` false and the relays refuse writes 503. */
   readonly minDelegateBalanceWei: bigint;
   /** `SECP256K1_LIBRARY` (issue 28): unset, native if found; `none`, @noble/curves; a path or name, that library. */
   readonly secp256k1Library: string | undefined;
