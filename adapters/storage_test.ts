@@ -637,6 +637,49 @@ describe("the index's tables of an existing database upgrade in place (issue 34)
   });
 });
 
+describe("payments reserved before they named their Idempotency-Key record (decisions §23 with §13)", () => {
+  // The payments table as the version before the column made it (valid_before already added), one open payment in it.
+  const oldPayments = (int: string) => [
+    `CREATE TABLE x402_payments (key TEXT PRIMARY KEY, purpose TEXT NOT NULL, network TEXT NOT NULL, asset TEXT NOT NULL, payer TEXT NOT NULL,
+       pay_to TEXT NOT NULL, amount TEXT NOT NULL, account_id TEXT, state TEXT NOT NULL, work_ref TEXT, settlement_tx TEXT, failure_reason TEXT,
+       period_start_ms ${int}, period_end_ms ${int}, created_at_ms ${int} NOT NULL, updated_at_ms ${int} NOT NULL, valid_before ${int})`,
+    `INSERT INTO x402_payments (key, purpose, network, asset, payer, pay_to, amount, state, created_at_ms, updated_at_ms)
+       VALUES ('eip155:1:0xt:0xold', 'witness', 'eip155:1', '0xt', '0xp', '0xq', '10', 'reserved', 1, 1)`,
+  ];
+  const expectUpgradedPayments = async (storage: Storage) => {
+    expect(await storage.payments.find("eip155:1:0xt:0xold")).toMatchObject({ state: "reserved", idempotencyRef: null });
+    const reservation = { key: "eip155:1:0xt:0xnew", purpose: "witness" as const, network: "eip155:1", asset: "0xt", payer: "0xp", payTo: "0xq", amount: "10", accountId: null, createdAtMs: 2 };
+    expect(await storage.payments.reserve({ ...reservation, idempotencyRef: "ab".repeat(32) })).toBe(true);
+    expect((await storage.payments.find(reservation.key))?.idempotencyRef).toBe("ab".repeat(32));
+  };
+
+  test("sqlite: the column is added at open, the old row naming none", async () => {
+    const path = join(sqliteDir, "payments-before-ref.sqlite");
+    const db = new Database(path, { create: true });
+    for (const statement of oldPayments("INTEGER")) db.exec(statement);
+    db.close();
+    const storage = openSqliteStorage(path);
+    try {
+      await expectUpgradedPayments(storage);
+    } finally {
+      await storage.close();
+    }
+  });
+
+  test.skipIf(pgSkip !== undefined)("postgres: the column is added by the migration, the old row naming none", async () => {
+    const url = await emptyPostgresDatabase("payments_before_ref");
+    const old = new SQL(url);
+    for (const statement of oldPayments("BIGINT")) await old.unsafe(statement);
+    await old.close();
+    const storage = await openPostgresStorage(url);
+    try {
+      await expectUpgradedPayments(storage);
+    } finally {
+      await storage.close();
+    }
+  });
+});
+
 /**
  * One signature live on two served chains (decisions §30): its replay records are two, and so are their fee bumps. Chain
  * A's reconciler replaces A's stuck transaction; chain B's transaction of the same signature was dropped from B's pool.

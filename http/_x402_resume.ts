@@ -45,10 +45,18 @@ async function refusedAtResume(gate: Gate, purpose: PaymentPurpose, header: stri
 
 /**
  * The retry's answer from the dead request's write (`work` reads it; undefined: nothing was written), or undefined
- * when the request is to run afresh: no payment of this payer and purpose under the key, or nothing written (its
- * payment given back first, when the work had not begun).
+ * when the request is to run afresh: no payment of this payer and purpose under the replay key, one another
+ * `Idempotency-Key` record reserved (not `keyRef`, the record this retry took over: the same authorization sent under
+ * another key; the run afresh meets it in use, 409 `PAYMENT_ALREADY_USED`), or nothing written (its payment given
+ * back first, when the work had not begun).
  */
-export async function resumePayment(gate: Gate, request: Request, purpose: PaymentPurpose, work: () => Promise<GateWork | undefined>): Promise<Response | undefined> {
+export async function resumePayment(
+  gate: Gate,
+  request: Request,
+  purpose: PaymentPurpose,
+  work: () => Promise<GateWork | undefined>,
+  keyRef?: string,
+): Promise<Response | undefined> {
   const resume = gate.options.paidResume;
   const header = request.headers.get("payment-signature") ?? undefined;
   const payment = header === undefined ? undefined : paymentOf(header);
@@ -57,7 +65,7 @@ export async function resumePayment(gate: Gate, request: Request, purpose: Payme
   const context: HTTPRequestContext = { adapter: adapterOf(request, url), path: url.pathname, method: "POST", paymentHeader: header };
   let answer: GateWork | undefined;
   let settledHeaders: Record<string, string> = {};
-  const outcome = await resume({ key: payment.key, payer: payment.payer, purpose }, async () => {
+  const outcome = await resume({ key: payment.key, payer: payment.payer, purpose, idempotencyRef: keyRef }, async () => {
     answer = await work();
     return answer === undefined ? undefined : paidWorkOf(answer);
   }, async () => {

@@ -1,6 +1,7 @@
 import {
   awaitsOutcome,
   type Idempotency,
+  idempotencyRecordRef,
   type IdempotencyAnswer,
   type IdempotencyDecision,
   type IdempotentRequest,
@@ -35,8 +36,9 @@ export type IdempotentWrite = {
    * `OUTCOME_UNKNOWN` (still on its way) is not kept: the key stays with the write, and a later retry asks again. A
    * kept 503 `OUTCOME_UNKNOWN` whose request noted a write is answered the same way on its retry (with
    * `Idempotent-Replayed: true`), and kept as it was while the write is still on its way; absent, it is replayed.
+   * `keyRef` names the key's record as `IdempotentRun.keyRef` does.
    */
-  readonly resume?: ((noted: string) => Promise<Response | undefined>) | undefined;
+  readonly resume?: ((noted: string, keyRef: string) => Promise<Response | undefined>) | undefined;
   /**
    * The scope is the request's own word until `run` verifies it (a paid write's payer, named by its payment header,
    * verified by the facilitator): the key's record is begun by `run` through `begin` once it is, so a request that is
@@ -50,6 +52,12 @@ export type IdempotentWrite = {
 /** What a write run under a key may tell its key: the submission it opened; and where it begins the key. */
 export type IdempotentRun = {
   readonly attach?: ((submissionId: string) => Promise<void>) | undefined;
+  /**
+   * Names the key's record (domain/idempotency `idempotencyRecordRef`), the run's once it holds it (from the start, or
+   * once `begin` took it): what an x402 payment reserved by the run records, so a retry that takes a dead request's
+   * record over resumes only the payment that record reserved (decisions §23 with §13). Absent without a key.
+   */
+  readonly keyRef?: string | undefined;
   /**
    * Given to the run of a write whose scope it verifies (`verifiedInRun`): takes the key once the scope is verified,
    * before any work. Undefined: the run goes on under the key; else the key's answer (its kept answer, 422, 409), which
@@ -91,9 +99,10 @@ export async function idempotent(
   if (key.value === undefined || idempotency === undefined || typeof write.body === "symbol") return await run({});
   const body = typeof write.body === "string" ? write.body : "";
   const keyed: IdempotentRequest = { scope: write.scope, key: key.value, method: request.method, path: new URL(request.url).pathname, body };
+  const keyRef = idempotencyRecordRef(keyed);
   // A paid write's key is begun once its payer is verified (`verifiedInRun`); the decision it hands back here is a key
   // taken over from a request with these very bytes that noted a write (a dead one's, a kept answer that named none yet).
-  const decision = write.verifiedInRun === true ? await verifiedKey(idempotency, keyed, run, refuse) : await idempotency(keyed);
+  const decision = write.verifiedInRun === true ? await verifiedKey(idempotency, keyed, keyRef, run, refuse) : await idempotency(keyed);
   if (decision instanceof Response) return decision;
   if (decision.kind !== "run") return keyAnswer(decision, refuse);
   // A kept "outcome unknown" taken back to answer from the write its request noted (decisions §23), as below.
@@ -103,8 +112,8 @@ export async function idempotent(
   let resumed: Response | undefined;
   try {
     const noted = decision.resumed;
-    resumed = noted !== undefined && write.resume !== undefined ? await write.resume(noted) : undefined;
-    response = resumed ?? await run({ attach: decision.attach });
+    resumed = noted !== undefined && write.resume !== undefined ? await write.resume(noted, keyRef) : undefined;
+    response = resumed ?? await run({ attach: decision.attach, keyRef });
   } catch (error) {
     await decision.finish(kept);
     throw error;
@@ -153,7 +162,7 @@ const IN_USE: IdempotencyAnswer = {
  * answer not kept, or the record expired), before anything was verified: a forged header naming the payer had its 409
  * `PAYMENT_ALREADY_USED` kept there, and the payer's retry was 422 for 24 hours (found by review).
  */
-async function verifiedKey(idempotency: Idempotency, keyed: IdempotentRequest, run: (context: IdempotentRun) => Promise<Response>, refuse: Refuse) {
+async function verifiedKey(idempotency: Idempotency, keyed: IdempotentRequest, keyRef: string, run: (context: IdempotentRun) => Promise<Response>, refuse: Refuse) {
   const held = idempotency.held === undefined ? { kind: "free" as const } : await idempotency.held(keyed);
   if (held.kind === "reused" || held.kind === "in-use") return keyAnswer(held, refuse);
   if (held.kind === "replay" && !awaitsOutcome(held.answer)) return replayed(held.answer);
@@ -164,7 +173,7 @@ async function verifiedKey(idempotency: Idempotency, keyed: IdempotentRequest, r
     // before anything runs, so no request holds it unverified; the run begins it once verified.
     await taken.finish(undefined);
   }
-  return await verifiedRun(idempotency, keyed, run, refuse);
+  return await verifiedRun(idempotency, keyed, keyRef, run, refuse);
 }
 
 /**
@@ -179,6 +188,7 @@ async function verifiedKey(idempotency: Idempotency, keyed: IdempotentRequest, r
 async function verifiedRun(
   idempotency: Idempotency,
   keyed: IdempotentRequest,
+  keyRef: string,
   run: (context: IdempotentRun) => Promise<Response>,
   refuse: Refuse,
 ): Promise<Response | RunDecision> {
@@ -204,7 +214,7 @@ async function verifiedRun(
   };
   let response: Response;
   try {
-    response = await run({ attach: (submissionId) => decision?.attach(submissionId) ?? Promise.resolve(), begin: Object.assign(begin, { held }) });
+    response = await run({ attach: (submissionId) => decision?.attach(submissionId) ?? Promise.resolve(), begin: Object.assign(begin, { held }), keyRef });
   } catch (error) {
     await decision?.finish(undefined);
     await resumes?.finish(resumes.kept);

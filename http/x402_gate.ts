@@ -49,6 +49,11 @@ export type PaidCallOptions = {
    * payment unused. Until then the payer is only what the header says: a refusal before it is nobody's to keep.
    */
   readonly begin?: KeyBegin | undefined;
+  /**
+   * The request's `Idempotency-Key` record (http/idempotency.ts `IdempotentRun.keyRef`), recorded on the payment it
+   * reserves: a dead request's retry resumes only a payment its own record reserved (http/_x402_resume.ts).
+   */
+  readonly keyRef?: string | undefined;
 };
 
 /** The paths each purpose is sold on. */
@@ -100,9 +105,10 @@ export type PaymentGate = {
   /**
    * The answer of a paid write whose request died (a crash) with its `Idempotency-Key`, for the retry that took the key
    * over: `work` reads what the dead request's write came to (undefined: nothing was written). Undefined when the
-   * request is to run afresh (see http/_x402_resume.ts).
+   * request is to run afresh (see http/_x402_resume.ts). `keyRef`: the key's record the retry took over
+   * (`IdempotentRun.keyRef`); only a payment that record reserved is resumed.
    */
-  readonly resume: (request: Request, purpose: PaymentPurpose, work: () => Promise<GateWork | undefined>) => Promise<Response | undefined>;
+  readonly resume: (request: Request, purpose: PaymentPurpose, work: () => Promise<GateWork | undefined>, keyRef?: string) => Promise<Response | undefined>;
 };
 
 /** The x402 terms of each paid path whose purpose has a price. */
@@ -245,6 +251,7 @@ async function handlePayment(
         amount: paymentRequirements.amount,
         accountId: extra.accountId ?? null,
         validBefore: Number(authorization!.validBefore),
+        idempotencyRef: extra.keyRef ?? null,
       },
       async () => {
         answer = await work({ payer, key });
@@ -288,6 +295,6 @@ export function createPaymentGate(options: PaymentGateOptions): PaymentGate {
     terms: (request, purpose) => gateTerms(gate, request, purpose),
     handle: (request, purpose, work, extra = {}) => handlePayment(gate, request, purpose, work, extra),
     idempotentWrite: (request, body, fallbackScope) => paidIdempotentWrite(request, body, fallbackScope),
-    resume: (request, purpose, work) => resumePayment(gate, request, purpose, work),
+    resume: (request, purpose, work, keyRef) => resumePayment(gate, request, purpose, work, keyRef),
   };
 }

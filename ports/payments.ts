@@ -32,10 +32,15 @@ export type PaymentReservation = {
    * settled, so an open one stops holding the payer's balance. Absent on payments reserved without a balance check.
    */
   readonly validBefore?: number | undefined;
+  /**
+   * The `Idempotency-Key` record the reserving request held (domain/idempotency `idempotencyRecordRef`), absent or null
+   * when it held none: a dead request's retry resumes only a payment its own record reserved (decisions §23 with §13).
+   */
+  readonly idempotencyRef?: string | null | undefined;
 };
 
 /** A stored payment. */
-export type PaymentRecord = Omit<PaymentReservation, "validBefore"> & {
+export type PaymentRecord = Omit<PaymentReservation, "validBefore" | "idempotencyRef"> & {
   readonly state: PaymentState;
   /** What the work produced: a transaction hash (witness, relay) or the plan period's end. */
   readonly workRef: string | null;
@@ -49,6 +54,11 @@ export type PaymentRecord = Omit<PaymentReservation, "validBefore"> & {
   readonly updatedAtMs: number;
   /** The authorization's `validBefore` (unix seconds) when it was reserved against the payer's balance. */
   readonly validBefore: number | null;
+  /**
+   * The `Idempotency-Key` record its request held when it reserved the payment; null when it held none, or when a
+   * version before this column reserved it (the column added later: such a row names no record).
+   */
+  readonly idempotencyRef: string | null;
 };
 
 /** The payer's balance the open payments are held against, and when it was read (decisions §13). */

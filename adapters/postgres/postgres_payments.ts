@@ -17,9 +17,9 @@ export function createPostgresPayments(sql: SQL): PaymentLedger {
       updated_at_ms = ${nowMs} WHERE key = ${key}`;
   };
   const insert = async (q: SQL, r: PaymentReservation): Promise<boolean> => {
-    const rows = await q`INSERT INTO x402_payments (key, purpose, network, asset, payer, pay_to, amount, account_id, state, created_at_ms, updated_at_ms, valid_before)
+    const rows = await q`INSERT INTO x402_payments (key, purpose, network, asset, payer, pay_to, amount, account_id, state, created_at_ms, updated_at_ms, valid_before, idempotency_ref)
       VALUES (${r.key}, ${r.purpose}, ${r.network}, ${r.asset.toLowerCase()}, ${r.payer.toLowerCase()}, ${r.payTo.toLowerCase()}, ${r.amount},
-              ${r.accountId}, 'reserved', ${r.createdAtMs}, ${r.createdAtMs}, ${storedValidBefore(r.validBefore)})
+              ${r.accountId}, 'reserved', ${r.createdAtMs}, ${r.createdAtMs}, ${storedValidBefore(r.validBefore)}, ${r.idempotencyRef ?? null})
       ON CONFLICT (key) DO NOTHING RETURNING key`;
     return rows.length === 1;
   };

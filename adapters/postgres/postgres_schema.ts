@@ -42,7 +42,7 @@ const MIGRATIONS: readonly string[] = [
   // Signing keys accounts registered (decisions §17).
   ...signingKeyTables("BIGINT"),
   // x402 payments and the paid-plan periods they bought (decisions §13).
-  ...paymentTables("BIGINT"),
+  ...postgresStatements(paymentTables(POSTGRES_WORDS)),
   // OAuth for registered software (decisions §19).
   ...oauthTables("BIGINT"),
   // The next transaction nonce of each service wallet, shared by every instance (see wallet nonces below).

@@ -1,34 +1,41 @@
 /** What SQLite and PostgreSQL share for the payments store: its row mappers, table definitions and query text (adapters/sql/, docs/storage.md). */
 import type { PaidPeriod, PaymentPurpose, PaymentRecord, PaymentState } from "../../ports/payments.ts";
+import type { SqlWords, TableGroup } from "./schema.ts";
 
-/** The payments table (decisions §13), in SQLite (`INTEGER`) or PostgreSQL (`BIGINT`) words for times. */
-export function paymentTables(bigint: "INTEGER" | "BIGINT"): readonly string[] {
-  return [
-    `CREATE TABLE IF NOT EXISTS x402_payments (
-       key TEXT PRIMARY KEY,
-       purpose TEXT NOT NULL,
-       network TEXT NOT NULL,
-       asset TEXT NOT NULL,
-       payer TEXT NOT NULL,
-       pay_to TEXT NOT NULL,
-       amount TEXT NOT NULL,
-       account_id TEXT,
-       state TEXT NOT NULL,
-       work_ref TEXT,
-       settlement_tx TEXT,
-       failure_reason TEXT,
-       period_start_ms ${bigint},
-       period_end_ms ${bigint},
-       created_at_ms ${bigint} NOT NULL,
-       updated_at_ms ${bigint} NOT NULL
-     )`,
-    `CREATE INDEX IF NOT EXISTS x402_payments_account ON x402_payments (account_id, period_end_ms)`,
-    `CREATE INDEX IF NOT EXISTS x402_payments_state ON x402_payments (state, created_at_ms)`,
-    // Added with the balance check (issue 23): SQLite adds it in createSqlitePayments (it has no ADD COLUMN IF NOT EXISTS).
-    ...(bigint === "BIGINT" ? [`ALTER TABLE x402_payments ADD COLUMN IF NOT EXISTS valid_before BIGINT`] : []),
+/**
+ * The payments table (decisions §13), in either engine's words. Its columns added since it was first made: the
+ * authorization's `valid_before` (the balance check, issue 23) and `idempotency_ref`, the `Idempotency-Key` record of
+ * the request that reserved the payment (decisions §23 with §13: a dead request's retry resumes only its own payment);
+ * rows reserved before it name none (NULL).
+ */
+export function paymentTables(w: SqlWords): TableGroup {
+  return {
+    create: [
+      `CREATE TABLE IF NOT EXISTS x402_payments (
+         key TEXT PRIMARY KEY,
+         purpose TEXT NOT NULL,
+         network TEXT NOT NULL,
+         asset TEXT NOT NULL,
+         payer TEXT NOT NULL,
+         pay_to TEXT NOT NULL,
+         amount TEXT NOT NULL,
+         account_id TEXT,
+         state TEXT NOT NULL,
+         work_ref TEXT,
+         settlement_tx TEXT,
+         failure_reason TEXT,
+         period_start_ms ${w.int},
+         period_end_ms ${w.int},
+         created_at_ms ${w.int} NOT NULL,
+         updated_at_ms ${w.int} NOT NULL
+       )`,
+      `CREATE INDEX IF NOT EXISTS x402_payments_account ON x402_payments (account_id, period_end_ms)`,
+      `CREATE INDEX IF NOT EXISTS x402_payments_state ON x402_payments (state, created_at_ms)`,
+    ],
+    added: [["x402_payments", "valid_before", w.int], ["x402_payments", "idempotency_ref", "TEXT"]],
     // A payer's open payments are read per payer, token and network at every paid request.
-    `CREATE INDEX IF NOT EXISTS x402_payments_payer ON x402_payments (payer, asset, network, state)`,
-  ];
+    after: [`CREATE INDEX IF NOT EXISTS x402_payments_payer ON x402_payments (payer, asset, network, state)`],
+  };
 }
 
 /** Whether `amounts` plus `amount` stay within `balance` (atomic units, as decimal strings). */
@@ -63,6 +70,7 @@ export function toPaymentRecord(row: Record<string, unknown>): PaymentRecord {
     createdAtMs: Number(row.created_at_ms),
     updatedAtMs: Number(row.updated_at_ms),
     validBefore: num(row.valid_before),
+    idempotencyRef: str(row.idempotency_ref),
   };
 }
 

@@ -1,10 +1,8 @@
 import type { Database } from "bun:sqlite";
 import type { BalanceCeiling, BalancedReservation, PaidPeriod, PaymentLedger, PaymentReservation, PaymentState } from "../../ports/payments.ts";
-import { addMissingColumns } from "./sqlite_database.ts";
+import { applyTableGroup } from "./sqlite_database.ts";
+import { SQLITE_WORDS } from "../sql/schema.ts";
 import { FAILED_SETTLEMENTS_SQL, paymentTables, PLAN_PERIODS_SELECT, placePlanPeriod, type PlanPeriodRow, settledPaidTime, storedValidBefore, toPaymentRecord, toPlanPeriodRow, withinBalance } from "../sql/payments.ts";
-
-/** The column added after the table was first created (SQLite). */
-const PAYMENT_ADDED_COLUMNS = [["x402_payments", "valid_before", "INTEGER"]] as const;
 
 /**
  * The amounts that hold a payer's balance (decisions §13, issue 23; PostgreSQL has the same words): `reserved` and
@@ -17,16 +15,14 @@ const OPEN_AMOUNTS_WHERE = `payer = ?1 AND asset = ?2 AND network = ?3 AND (
 
 /** Payments in the SQLite file; the replay key is the primary key, a period is granted under `BEGIN IMMEDIATE`. */
 export function createSqlitePayments(db: Database): PaymentLedger {
-  db.transaction(() => {
-    for (const statement of paymentTables("INTEGER")) db.exec(statement);
-    addMissingColumns(db, PAYMENT_ADDED_COLUMNS);
-  }).immediate();
+  db.transaction(() => applyTableGroup(db, paymentTables(SQLITE_WORDS))).immediate();
   const insert = db.query(
-    `INSERT INTO x402_payments (key, purpose, network, asset, payer, pay_to, amount, account_id, state, created_at_ms, updated_at_ms, valid_before)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'reserved', ?9, ?9, ?10) ON CONFLICT (key) DO NOTHING`,
+    `INSERT INTO x402_payments (key, purpose, network, asset, payer, pay_to, amount, account_id, state, created_at_ms, updated_at_ms, valid_before, idempotency_ref)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'reserved', ?9, ?9, ?10, ?11) ON CONFLICT (key) DO NOTHING`,
   );
   const insertReservation = (r: PaymentReservation) =>
-    insert.run(r.key, r.purpose, r.network, r.asset.toLowerCase(), r.payer.toLowerCase(), r.payTo.toLowerCase(), r.amount, r.accountId, r.createdAtMs, storedValidBefore(r.validBefore));
+    insert.run(r.key, r.purpose, r.network, r.asset.toLowerCase(), r.payer.toLowerCase(), r.payTo.toLowerCase(), r.amount, r.accountId, r.createdAtMs,
+      storedValidBefore(r.validBefore), r.idempotencyRef ?? null);
   const openAmounts = db.query<{ amount: string }, [string, string, string, number, number]>(`SELECT amount FROM x402_payments WHERE ${OPEN_AMOUNTS_WHERE}`);
   const exists = db.query<{ key: string }, [string]>("SELECT key FROM x402_payments WHERE key = ?");
   const failedOf = db.query<{ failure_reason: string | null }, [string]>(FAILED_SETTLEMENTS_SQL.replace("$1", "?1"));

@@ -26,6 +26,8 @@ test("a SQLite file made before the shared schema opens with its rows, and its s
   db.exec("INSERT INTO accounts (id, address, plan, created_at_ms, updated_at_ms, display_name) VALUES ('acct-1', '0xaa', 'free', 1, 1, 'Ann')");
   db.exec("INSERT INTO sessions (token_hash, account_id, created_at_ms, expires_at_ms) VALUES ('th-1', 'acct-1', 1, 9999999999999)");
   db.exec(`INSERT INTO replay (key, chain_id, attester, nonce, deadline, state, created_at_ms) VALUES ('0xkey', 1, '0xatt', '1', 2000000000, 'checked', 1)`);
+  db.exec(`INSERT INTO x402_payments (key, purpose, network, asset, payer, pay_to, amount, state, created_at_ms, updated_at_ms)
+           VALUES ('eip155:1:0xt:0x01', 'witness', 'eip155:1', '0xt', '0xp', '0xq', '10', 'reserved', 1, 1)`);
   db.close();
 
   const storage = openSqliteStorage(old);
@@ -33,6 +35,8 @@ test("a SQLite file made before the shared schema opens with its rows, and its s
   expect(await storage.accounts.findAccount("acct-1")).toMatchObject({ id: "acct-1", displayName: "Ann" });
   expect((await storage.accounts.findSession("th-1"))?.account.id).toBe("acct-1");
   expect(await storage.replay.find(1, "0xkey")).toMatchObject({ key: "0xkey", state: "checked", nonce: 1n });
+  // A payment reserved before its Idempotency-Key record was recorded names none (decisions §23 with §13).
+  expect(await storage.payments.find("eip155:1:0xt:0x01")).toMatchObject({ state: "reserved", idempotencyRef: null });
   await storage.close();
 
   const fresh = join(dir, "fresh.sqlite");

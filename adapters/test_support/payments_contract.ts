@@ -136,4 +136,29 @@ export function paymentsContract(open: () => Promise<Storage>) {
     await payments.release(settling);
     expect((await payments.find(settling))?.state).toBe("worked");
   });
+
+  test("payments: a reservation keeps the Idempotency-Key record its request held, through every state; none recorded reads null", async () => {
+    const { payments } = await open();
+    const reservation = (k: string) => ({
+      key: k, purpose: "relay" as const, network: "eip155:31337", asset: "0xtoken", payer: "0xpayer", payTo: "0xpayto",
+      amount: "10000", accountId: null, createdAtMs: T0, validBefore: T0 / 1000 + 300,
+    });
+    const ref = "ab".repeat(32);
+    const keyed = fresh("eip155:31337:0xtoken:0xkeyed");
+    expect(await payments.reserve({ ...reservation(keyed), idempotencyRef: ref })).toBe(true);
+    expect(await payments.find(keyed)).toMatchObject({ state: "reserved", idempotencyRef: ref });
+    await payments.worked(keyed, "0xtx", T0 + 1);
+    await payments.settled(keyed, "0xs", T0 + 2);
+    expect(await payments.find(keyed)).toMatchObject({ state: "settled", idempotencyRef: ref });
+    const balanced = fresh("eip155:31337:0xtoken:0xbalanced");
+    expect(await payments.reserveWithin({ ...reservation(balanced), idempotencyRef: ref }, { balance: 1_000_000n, readAtMs: T0 })).toBe("reserved");
+    expect((await payments.find(balanced))?.idempotencyRef).toBe(ref);
+    // A reservation without a key (or one an older version made) names no record.
+    const bare = fresh("eip155:31337:0xtoken:0xbare");
+    await payments.reserve(reservation(bare));
+    expect((await payments.find(bare))?.idempotencyRef).toBeNull();
+    // Another reservation of a key already taken changes nothing of the first's.
+    expect(await payments.reserve({ ...reservation(keyed), idempotencyRef: "cd".repeat(32) })).toBe(false);
+    expect((await payments.find(keyed))?.idempotencyRef).toBe(ref);
+  });
 }

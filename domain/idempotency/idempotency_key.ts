@@ -23,3 +23,13 @@ export function parseIdempotencyKey(header: string | null | undefined): Result<s
 export function requestFingerprint(request: { readonly method: string; readonly path: string; readonly body: string }): string {
   return sha256(stringToBytes(`${request.method.toUpperCase()} ${request.path}\n${request.body}`)).slice(2);
 }
+
+/**
+ * What names one key's record (its scope and key, the store's primary key) outside the idempotency store: SHA-256 of
+ * both as hex. An x402 payment records the one its request held when it reserved the payment (decisions §23 with §13),
+ * so a dead request's retry takes over only a payment its own key reserved, never another key's with the same
+ * authorization (domain/payments `createPaidResume`). A hash, so the payer's key itself is kept in one place only.
+ */
+export function idempotencyRecordRef(record: { readonly scope: string; readonly key: string }): string {
+  return sha256(stringToBytes(`${record.scope}\n${record.key}`)).slice(2);
+}

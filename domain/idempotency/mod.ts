@@ -16,4 +16,4 @@ export {
   keepsStoredAnswer,
   storedAnswerCode,
 } from "./idempotency.ts";
-export { MAX_IDEMPOTENCY_KEY_LENGTH, parseIdempotencyKey, requestFingerprint } from "./idempotency_key.ts";
+export { idempotencyRecordRef, MAX_IDEMPOTENCY_KEY_LENGTH, parseIdempotencyKey, requestFingerprint } from "./idempotency_key.ts";

@@ -242,15 +242,34 @@ export type PaidResumeOutcome<T> = { readonly kind: "run" } | Exclude<PaidCallOu
  * back on a cause that proves nothing, its silence or a refused resend: it may still land) keeps the payment
  * `work_unknown`. Before, it stayed `work_unknown`
  * for good: nothing settled, its nonce refused as used.
+ *
+ * The payment is the dead request's only when it names the request's `Idempotency-Key` record (`idempotencyRef`,
+ * domain/idempotency `idempotencyRecordRef`): one authorization may be sent under two keys, and once the first request
+ * gave its payment back (its write failed, and it died before its answer was kept), the second may have reserved it
+ * under its own key. Such a payment is not this request's to resume: nothing is read, released or settled, and the
+ * request runs afresh, meeting the payment in use as any other request does (409 `PAYMENT_ALREADY_USED`). Before, the
+ * retry took it for its own: finding its own write had written nothing, it released the other key's live
+ * reservation and ran again, reserving the authorization a second time (two writes for one payment, the second
+ * settlement failing: a free write); or it settled the other key's payment for its own write, or marked it
+ * `work_unknown` or forgot it. A payment that names no record was reserved by a version before the column, during a
+ * rolling restart: it is taken as the dead request's when payer and purpose match, as it was then.
  */
 export function createPaidResume(deps: PaidCallDeps) {
   return async function paidResume<T>(
-    payment: { readonly key: string; readonly payer: string; readonly purpose: PaymentPurpose },
+    payment: {
+      readonly key: string;
+      readonly payer: string;
+      readonly purpose: PaymentPurpose;
+      /** The `Idempotency-Key` record the retry took over (`idempotencyRecordRef`). */
+      readonly idempotencyRef?: string | undefined;
+    },
     work: () => Promise<PaidWork<T> | undefined>,
     settle: () => Promise<Settlement>,
   ): Promise<PaidResumeOutcome<T>> {
     const record = await deps.payments.find(payment.key);
     if (record === undefined || record.payer !== payment.payer.toLowerCase() || record.purpose !== payment.purpose) return { kind: "run" };
+    // Another key's reservation of the same authorization (see above); a row with none recorded is an older version's.
+    if (record.idempotencyRef !== null && record.idempotencyRef !== payment.idempotencyRef) return { kind: "run" };
     const done = await work();
     if (done === undefined) {
       if (record.state === "reserved" || record.state === "work_unknown") await deps.payments.release(payment.key);

@@ -22,7 +22,7 @@ function fakePayments(): PaymentLedger & { rows: Map<string, PaymentRecord> } {
     return Promise.resolve();
   };
   const insert = (r: PaymentReservation) =>
-    rows.set(r.key, { ...r, state: "reserved", workRef: null, settlementTx: null, failureReason: null, periodStartMs: null, periodEndMs: null, updatedAtMs: r.createdAtMs, validBefore: r.validBefore ?? null });
+    rows.set(r.key, { ...r, state: "reserved", workRef: null, settlementTx: null, failureReason: null, periodStartMs: null, periodEndMs: null, updatedAtMs: r.createdAtMs, validBefore: r.validBefore ?? null, idempotencyRef: r.idempotencyRef ?? null });
   return {
     rows,
     reserve(r: PaymentReservation) {
@@ -393,6 +393,54 @@ describe("createPaidResume() of work not done, the payment under its key another
         expect(await resume(payment, () => Promise.resolve(done), never)).toEqual({ kind: "not-done", value: done.value });
         expect(payments.rows.get(payment.key)).toEqual(before);
       }
+    }
+  });
+});
+
+describe("createPaidResume() of a payment another Idempotency-Key's request reserved (decisions §23 with §13; found in review)", () => {
+  const payment = { key: reservation().key, payer: "0xP", purpose: "witness" as const, idempotencyRef: "k1" };
+  const never = () => Promise.reject(new Error("settled another key's payment"));
+  // The same authorization sent under K2 after K1's request gave it back and died: K2's request reserved it.
+  const reservedBy = async (idempotencyRef: string | null, state: PaymentRecord["state"]) => {
+    const payments = fakePayments();
+    await payments.reserve({ ...reservation(), createdAtMs: 0, idempotencyRef });
+    payments.rows.set(payment.key, { ...payments.rows.get(payment.key)!, state });
+    return { payments, resume: createPaidResume({ payments, clock, metrics }) };
+  };
+  const outcomes = [
+    undefined,
+    { done: true as const, value: "written", ref: "0xmine" },
+    { done: false as const, value: "500" },
+    { done: false as const, value: "503", unknown: true, ref: "0xmine" },
+  ];
+
+  test("K1's retry runs afresh whatever its own write came to: K2's payment neither read for it, released, marked nor settled", async () => {
+    for (const state of ["reserved", "worked", "settled", "settle_failed", "work_unknown"] as const) {
+      for (const done of outcomes) {
+        const { payments, resume } = await reservedBy("k2", state);
+        const before = payments.rows.get(payment.key);
+        let reads = 0;
+        // Before: `reserved` released (K1 ran again and reserved it anew: two writes for one payment), or settled for
+        // K1's write, or marked `work_unknown`; `work_unknown` forgotten while K2's write may land.
+        expect(await resume(payment, () => (reads++, Promise.resolve(done)), never)).toEqual({ kind: "run" });
+        expect([reads, payments.rows.get(payment.key)]).toEqual([0, before]);
+      }
+    }
+    // A retry that names no record of its own takes none either.
+    const { payments, resume } = await reservedBy("k2", "reserved");
+    expect(await resume({ ...payment, idempotencyRef: undefined }, () => Promise.resolve(undefined), never)).toEqual({ kind: "run" });
+    expect(payments.rows.get(payment.key)?.state).toBe("reserved");
+  });
+
+  test("its own record's payment is resumed as before; one that names no record (an older version's, a rolling restart) too", async () => {
+    for (const idempotencyRef of ["k1", null]) {
+      const nothing = await reservedBy(idempotencyRef, "reserved");
+      expect(await nothing.resume(payment, () => Promise.resolve(undefined), never)).toEqual({ kind: "run" });
+      expect(nothing.payments.rows.has(payment.key)).toBe(false);
+      const written = await reservedBy(idempotencyRef, "reserved");
+      const settled = await written.resume(payment, () => Promise.resolve({ done: true, value: "written", ref: "0xtx" }), () => Promise.resolve({ ok: true, transaction: "0xsettle" }));
+      expect(settled).toEqual({ kind: "settled", value: "written", transaction: "0xsettle" });
+      expect(written.payments.rows.get(payment.key)).toMatchObject({ state: "settled", workRef: "0xtx", idempotencyRef });
     }
   });
 });

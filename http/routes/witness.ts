@@ -52,7 +52,7 @@ export function witnessRoutes(deps: WitnessRoutesDeps) {
       return auth.response();
     }
     if (gate?.offers("witness") && request.headers.has("payment-signature")) {
-      return await idempotent(deps.idempotency, request, paidWrite(request, body), ({ attach, begin }) => paidWitness(request, parsed.value, attach, begin));
+      return await idempotent(deps.idempotency, request, paidWrite(request, body), ({ attach, begin, keyRef }) => paidWitness(request, parsed.value, attach, begin, keyRef));
     }
     // The use case answers (its checks before the session's first, decisions §8), and its 401 names the ways in.
     const answer = await witnessAnswer(parsed.value, { ok: false, code: "UNAUTHENTICATED", message: auth.message }, undefined);
@@ -66,9 +66,9 @@ export function witnessRoutes(deps: WitnessRoutesDeps) {
    * One witness paid with x402, the payer standing in for an account (decisions §13). Its write is noted under the
    * request's key once reserved, as a signed-in one's is, so a retry after a crash answers from it (`paidWrite`).
    */
-  const paidWitness = (request: Request, body: unknown, attach?: (noted: string) => Promise<void>, begin?: KeyBegin) =>
+  const paidWitness = (request: Request, body: unknown, attach?: (noted: string) => Promise<void>, begin?: KeyBegin, keyRef?: string) =>
     deps.payments!.handle(request, "witness", async ({ payer }) =>
-      await paidWork(await witnessAnswer(body, { ok: false, code: "UNAUTHENTICATED", message: "Unauthenticated" }, payer, attach)), { begin });
+      await paidWork(await witnessAnswer(body, { ok: false, code: "UNAUTHENTICATED", message: "Unauthenticated" }, payer, attach)), { begin, keyRef });
 
   /** A witness answer as the payment gate reads it: what it wrote, and whether its outcome is unknown. */
   const paidWork = async (response: Response) => {
@@ -82,7 +82,7 @@ export function witnessRoutes(deps: WitnessRoutesDeps) {
     const parsed = readCheckedBody(body, witnessBody);
     if (!parsed.ok) return parsed.response;
     if (!deps.payments?.offers("witness")) return json(errorBody("NOT_FOUND", "Paying with x402 is not offered here"), 404);
-    return await idempotent(deps.idempotency, request, paidWrite(request, body), ({ attach, begin }) => paidWitness(request, parsed.value, attach, begin));
+    return await idempotent(deps.idempotency, request, paidWrite(request, body), ({ attach, begin, keyRef }) => paidWitness(request, parsed.value, attach, begin, keyRef));
   };
 
   /**
@@ -93,11 +93,11 @@ export function witnessRoutes(deps: WitnessRoutesDeps) {
   const paidWrite = (request: Request, body: unknown) => ({
     ...deps.payments!.idempotentWrite(request, body, `client:${clientKeyFor(deps.clientAddress, request)}`),
     verifiedInRun: true,
-    resume: (noted: string) =>
+    resume: (noted: string, keyRef: string) =>
       deps.payments!.resume(request, "witness", async () => {
         const resumed = await resumedWitness(noted);
         return resumed === undefined ? undefined : await paidWork(resumed);
-      }),
+      }, keyRef),
   });
 
   /**

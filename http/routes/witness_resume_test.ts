@@ -356,3 +356,120 @@ describe("a witness answered 503 OUTCOME_UNKNOWN under its Idempotency-Key, its 
     expect(runs()).toBe(1);
   });
 });
+
+/**
+ * One authorization under two `Idempotency-Key`s (decisions §23 with §13; found in review): a request under K1 whose
+ * witness failed gave its payment back and died before its answer was kept under K1; the payer sent the same payment
+ * under K2, which reserved it and is still working; then K1's retry took K1 over. The payment found under the replay
+ * key is K2's, not the dead request's. Before, the retry took it for its own: its noted write had written nothing, so it
+ * released K2's live reservation and ran afresh, reserving the authorization again: two witnesses for one payment (its
+ * second settlement a free write), K2's payment record overwritten by K1's. The route, the gate, the SQLite idempotency
+ * store and payment ledger and the domain's resume are the real ones; the ledger's `release` is where K1's request dies.
+ */
+async function twoKeysSetUp() {
+  const clock = fakeClock();
+  const ledger = fakeWriteLedger();
+  const idempotency = createIdempotency({ store: createSqliteIdempotency(new Database(":memory:")), clock });
+  const { payments: stored } = await openSqliteStorage(":memory:");
+  let diesAtRelease = false;
+  let died: () => void = () => {};
+  const payments = {
+    ...stored,
+    async release(key: string) {
+      await stored.release(key);
+      if (!diesAtRelease) return;
+      diesAtRelease = false;
+      died();
+      await new Promise(() => {});
+    },
+  };
+  const facilitator = { settlements: 0 };
+  const gate = testPaymentGate(payments, {
+    verify: () => Promise.resolve({ isValid: true }),
+    settle: (_payload, requirements) => {
+      facilitator.settlements++;
+      return Promise.resolve({ success: true, transaction: `0x${"5e".repeat(32)}`, network: requirements.network });
+    },
+  });
+  const header = await testPaymentHeader(gate, "http://localhost/v1/paid/controller-witness");
+  // How each run goes: `refused` (the chain refused the write: given back, nothing written), `held` (waits for `go`).
+  const plans: ("refused" | "held" | "written")[] = [];
+  let go: () => void = () => {};
+  let holding: () => void = () => {};
+  let runs = 0;
+  const witness = (async (_body, _session, options = {}) => {
+    const run = ++runs;
+    const id = `w${run}`;
+    const plan = plans.shift() ?? "written";
+    await ledger.reserve({ id, accountId: ACCOUNT.id, year: 2027, fingerprint: "f", createdAtMs: clock.nowMs() }, 10);
+    await options.onReserved?.(`witness-write:${id}`);
+    if (plan === "refused") {
+      await ledger.release(id, clock.nowMs(), "unsent");
+      return { result: { ok: false, code: "SUBMISSION_FAILED", message: "The chain refused the witness transaction; nothing was written or charged" }, deprecated: false, deprecation: undefined };
+    }
+    if (plan === "held") {
+      await new Promise<void>((resolve) => {
+        go = resolve;
+        holding();
+      });
+    }
+    const tx = await signedWitness(run);
+    await ledger.markSigned(id, tx, clock.nowMs());
+    await ledger.commit(id, { txHash: tx.txHash, uid: `0x${"ab".repeat(32)}`, blockNumber: 9n }, clock.nowMs());
+    return { result: { ok: true, value: { success: true, uid: `0x${"ab".repeat(32)}`, txHash: tx.txHash, blockNumber: 9, observedAt: 1_800_000_000, method: "dns-txt" } }, deprecated: false, deprecation: undefined };
+  }) as ControllerWitness;
+  const app = witnessApp({ witness, ledger, clock, idempotency, payments: gate });
+  const post = (key: string) =>
+    app.handle(new Request("http://localhost/v1/paid/controller-witness", {
+      method: "POST",
+      headers: { "content-type": "application/json", "idempotency-key": key, "payment-signature": header },
+      body: BODY,
+    }));
+  /** K1's request: its witness refused, its payment given back, and then its instance dies. */
+  const diedAfterGivingBack = async (key: string) => {
+    plans.push("refused");
+    diesAtRelease = true;
+    const there = new Promise<void>((resolve) => (died = resolve));
+    void post(key);
+    await there;
+  };
+  /** K2's request, held in its witness (its payment reserved) until `release()` lets it finish. */
+  const working = async (key: string) => {
+    plans.push("held");
+    const there = new Promise<void>((resolve) => (holding = resolve));
+    const answer = post(key);
+    await there;
+    return { answer, release: () => go() };
+  };
+  const record = () => payments.find(testPaymentKey(header));
+  return { clock, ledger, post, diedAfterGivingBack, working, record, facilitator, runs: () => runs };
+}
+
+describe("a paid witness whose dead request's retry meets its payment reserved under another Idempotency-Key (decisions §23 with §13)", () => {
+  test("the retry leaves the other key's reservation alone and is 409 PAYMENT_ALREADY_USED; one witness, one settlement", async () => {
+    const { clock, ledger, post, diedAfterGivingBack, working, record, facilitator, runs } = await twoKeysSetUp();
+    await diedAfterGivingBack("k1");
+    expect(await record()).toBeUndefined();
+    // K1's lease runs out; K2's request, begun now, holds its own.
+    clock.set(clock.nowMs() + IDEMPOTENCY_LEASE_MS + 1);
+    const k2 = await working("k2");
+    const reserved = await record();
+    expect(reserved?.state).toBe("reserved");
+    // K1's retry takes K1 over. Before: it released K2's reservation, ran its witness again and settled the payment.
+    const retried = await post("k1");
+    expect([retried.status, (await retried.json() as { code: string }).code]).toEqual([409, "PAYMENT_ALREADY_USED"]);
+    expect(await record()).toEqual(reserved);
+    expect([runs(), facilitator.settlements]).toEqual([2, 0]);
+    // K2's request finishes as it would have: its witness written, its payment settled once.
+    k2.release();
+    const answered = await k2.answer;
+    expect(answered.status).toBe(200);
+    expect(decodePaymentResponseHeader(answered.headers.get("payment-response")!)).toMatchObject({ success: true });
+    expect([runs(), facilitator.settlements]).toEqual([2, 1]);
+    expect([...ledger.writes.values()].map((w) => [w.id, w.state])).toEqual([["w1", "released"], ["w2", "committed"]]);
+    expect(await record()).toMatchObject({ state: "settled", workRef: ledger.writes.get("w2")!.txHash });
+    // K1's answer is kept: its retries are told the same, nothing run.
+    const again = await post("k1");
+    expect([again.status, again.headers.get("idempotent-replayed"), runs()]).toEqual([409, "true", 2]);
+  });
+});

@@ -47,7 +47,7 @@ export function paidRelayWrites(
     return {
       ...scopeOf(request, raw),
       verifiedInRun: true,
-      resume: (noted: string) =>
+      resume: (noted: string, keyRef: string) =>
         deps.payments!.resume(request, "relay", async () => {
           const found = await deps.tracking?.status.read(noted);
           const view = found?.ok === true ? found.value : undefined;
@@ -57,7 +57,7 @@ export function paidRelayWrites(
             ? submissionAnswer(noted, view, { chain })
             : run.failure({ code: "OUTCOME_UNKNOWN", message, details: view.txHash ?? undefined }, { submissionId: noted, chain });
           return { response, ref: view?.txHash ?? undefined, unknown: !ended };
-        }),
+        }, keyRef),
     };
   };
 
@@ -65,7 +65,7 @@ export function paidRelayWrites(
    * One paid write: the gate verifies and settles around it; the key is taken once the payment is verified (`begin`),
    * and its submission noted under it (`attach`).
    */
-  const attest = (request: Request, body: unknown, attach?: Attach, begin?: KeyBegin): Promise<Response> =>
+  const attest = (request: Request, body: unknown, attach?: Attach, begin?: KeyBegin, keyRef?: string): Promise<Response> =>
     deps.payments!.handle(request, "relay", async ({ payer }) => {
       // Paid work is settled after it is done: an x402 request is answered when its write is, whatever it prefers.
       const caller: PayingAgent = { kind: "x402", address: payer };
@@ -74,7 +74,7 @@ export function paidRelayWrites(
       const response = run.attested(outcome.result, outcome.submissionId, `x402:${payer}`);
       const answer = await response.clone().json() as { txHash?: string; code?: string };
       return { response, ref: answer.txHash, unknown: answer.code === "OUTCOME_UNKNOWN" };
-    }, { begin });
+    }, { begin, keyRef });
 
   return { write, attest };
 }

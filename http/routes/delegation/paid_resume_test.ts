@@ -79,7 +79,8 @@ describe("a paid private-relay write that died under its Idempotency-Key (decisi
     const env = await setUp();
     void env.post();
     while (env.sent() === 0) await Bun.sleep(1);
-    expect((await env.record())?.state).toBe("reserved");
+    // The payment names the Idempotency-Key record that reserved it: only that key's retry resumes it.
+    expect(await env.record()).toMatchObject({ state: "reserved", idempotencyRef: expect.stringMatching(/^[0-9a-f]{64}$/) });
     env.clock.set(env.clock.nowMs() + IDEMPOTENCY_LEASE_MS + 1);
     const pending = await env.post();
     expect([pending.status, (await pending.json() as { code: string }).code]).toEqual([503, "OUTCOME_UNKNOWN"]);

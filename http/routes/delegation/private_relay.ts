@@ -151,7 +151,7 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
           // No credential: an agent pays for this write with x402, the payer being the attester (decisions §13);
           // without a payment the 401 names both ways in (decisions §13 amended).
           if (request.headers.has("payment-signature")) {
-            return await idempotent(deps.idempotency, request, x402.write(request, body, parsed.value), ({ attach, begin }) => x402.attest(request, parsed.value, attach, begin));
+            return await idempotent(deps.idempotency, request, x402.write(request, body, parsed.value), ({ attach, begin, keyRef }) => x402.attest(request, parsed.value, attach, begin, keyRef));
           }
           return auth.response(await gate.terms(request, "relay"));
         }
@@ -192,7 +192,7 @@ export function privateRelayRoutes(deps: PrivateRelayRoutesDeps) {
         const parsed = parseJsonBody(body);
         if (!parsed.ok) return failure(parsed);
         if (!deps.payments?.offers("relay")) return json(errorBody("NOT_FOUND", "Paying with x402 is not offered here"), 404);
-        return await idempotent(deps.idempotency, request, x402.write(request, body, parsed.value), ({ attach, begin }) => x402.attest(request, parsed.value, attach, begin));
+        return await idempotent(deps.idempotency, request, x402.write(request, body, parsed.value), ({ attach, begin, keyRef }) => x402.attest(request, parsed.value, attach, begin, keyRef));
       }), { parse: readBodyText });
 
   return routes;
