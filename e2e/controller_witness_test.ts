@@ -439,6 +439,58 @@ describe("controller witness on the devnet", () => {
     expect((await fetchSession(strictSession, opts(strict))).quota).toMatchObject({ used: 0, reserved: 0 });
   });
 
+  test("a did.json that ends with the connection (no Content-Length, not chunked), cut halfway: 502 NETWORK_ERROR, never 422 or ownership failed; not kept, the retry under the same Idempotency-Key runs once it comes whole", async () => {
+    const tls = await import("node:tls");
+    const leaf = await issueLeaf(["cut.test"]);
+    let whole = false;
+    let port = 0;
+    let served = 0;
+    // A raw server: Bun.serve always frames its bodies. Each answer is flushed, then the TCP connection is dropped
+    // without TLS close_notify (a FIN, as a cut on the path would).
+    const raw = tls.createServer({ cert: leaf.cert, key: leaf.key }, (socket) => {
+      socket.on("error", () => {});
+      socket.once("data", () => {
+        served++;
+        const id = `did:web:cut.test%3A${port}`;
+        const document = JSON.stringify({
+          id,
+          verificationMethod: [{ id: `${id}#evm`, type: "EcdsaSecp256k1RecoveryMethod2020", controller: id, blockchainAccountId: `eip155:1:${webKey.address}` }],
+        });
+        const body = whole ? document : document.slice(0, 60);
+        socket.write(`HTTP/1.1 200 OK\r\ncontent-type: application/did+json\r\nconnection: close\r\n\r\n${body}`, () => socket.destroy());
+      });
+    });
+    await new Promise<void>((resolve) => raw.listen(0, "127.0.0.1", resolve));
+    port = (raw.address() as { port: number }).port;
+    dns.setA("cut.test", ["127.0.0.1"]);
+    try {
+      const subjectDid = `did:web:cut.test%3A${port}`;
+      const service = await stack.restartService(env(dns.address));
+      const session = await signIn(service);
+      const body = { subjectDid, controllerDid: `did:pkh:eip155:1:${webKey.address}` };
+      const headers = { cookie: session.cookie, origin: APP, "idempotency-key": crypto.randomUUID() };
+      const cut = await post("/v1/controller-witness", body, headers, service.url);
+      // Before: 422 EVIDENCE_NOT_FOUND "(DID document is not valid JSON)", kept and replayed under the key.
+      expect([cut.status, cut.body.code, cut.headers.get("idempotent-replayed")]).toEqual([502, "NETWORK_ERROR", null]);
+      expect(cut.body.error).toEndWith(`did-json https://cut.test:${port}/.well-known/did.json: unavailable`);
+      // decisions §12: a lookup that could not be made is 502, never failed.
+      const ownership = await post("/api/verify/subject-ownership", { subjectDid, connectedWalletDid: `did:pkh:eip155:1:${webKey.address}` }, {}, service.url);
+      expect([ownership.status, ownership.body.code]).toEqual([502, "NETWORK_ERROR"]);
+      expect((await fetchSession(session, opts(service))).quota).toMatchObject({ used: 0, reserved: 0 });
+      const cutServed = served;
+      expect(cutServed).toBeGreaterThanOrEqual(1);
+
+      whole = true;
+      const again = await post("/v1/controller-witness", body, headers, service.url);
+      expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([200, null]);
+      expect(again.body).toMatchObject({ success: true, method: "did-json" });
+      expect(served).toBeGreaterThan(cutServed);
+      expect((await fetchSession(session, opts(service))).quota).toMatchObject({ used: 1, reserved: 0 });
+    } finally {
+      raw.close();
+    }
+  });
+
   test("per-domain rate limit: a flood for subdomains of one victim domain is cut off before any lookup", async () => {
     const limited = await stack.restartService({ ...env(dns.address), WITNESS_DOMAIN_RATE_PER_MINUTE: "2" });
     const sessions = await Promise.all([signIn(limited), signIn(limited), signIn(limited)]);

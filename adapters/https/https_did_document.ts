@@ -133,6 +133,10 @@ export function createHttpsDidDocumentFetcher(options: HttpsDidDocumentFetcherOp
       const text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(body);
       document = JSON.parse(text);
     } catch {
+      // Only a body whose end the framing vouches for is the host's answer (lasting, domain/discovery/did_document.ts).
+      // A body that ends where the connection ends may have been cut (a FIN or a reset, by the host's network or by
+      // anyone on the path), and Bun then ends it as if whole: unless no cut could make it JSON, it was not read.
+      if (!lengthDelimited(response.headers) && mayBeCutJson(body)) return unavailable("network-error");
       return unavailable("invalid-json");
     }
     return { status: "ok", document, url: target.url };
@@ -186,6 +190,36 @@ export function createHttpsDidDocumentFetcher(options: HttpsDidDocumentFetcherOp
       return await fetchTarget({ ...target, pathname: "/.well-known/jwks.json", url: `https://${authority}/.well-known/jwks.json` });
     },
   };
+}
+
+/**
+ * Whether the body's end is set by its framing (RFC 9112 §6.3): chunked as the last transfer coding, or, with no
+ * Transfer-Encoding, a Content-Length. Bun reports a body that ends short of either as an error; a body with neither
+ * ends with the connection, so a cut one reads as whole. (Bun's fetch speaks HTTP/1.1, and shows Transfer-Encoding.)
+ */
+export function lengthDelimited(headers: Headers): boolean {
+  const transferEncoding = headers.get("transfer-encoding");
+  if (transferEncoding !== null) return /(?:^|,)[ \t]*chunked[ \t]*$/i.test(transferEncoding);
+  return /^[ \t]*[0-9]+[ \t]*$/.test(headers.get("content-length") ?? "");
+}
+
+const JSON_WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
+/** `{ [ " - 0-9 t f n`: the bytes a JSON value can start with. */
+const JSON_VALUE_START = new Set([0x7b, 0x5b, 0x22, 0x2d, ..."0123456789".split("").map((c) => c.charCodeAt(0)), 0x74, 0x66, 0x6e]);
+const UTF8_BOM = [0xef, 0xbb, 0xbf];
+
+/**
+ * Whether `body` could be a JSON text cut short: nothing but (a start of) a byte order mark and white space, or the
+ * first byte after them can start a JSON value. One that cannot (an HTML page, plain text) is not JSON however much
+ * of it came, so it stays `invalid-json` unframed too.
+ */
+export function mayBeCutJson(body: Uint8Array): boolean {
+  let at = 0;
+  while (at < UTF8_BOM.length && at < body.length && body[at] === UTF8_BOM[at]) at++;
+  if (at === body.length) return true;
+  if (at !== 0 && at !== UTF8_BOM.length) return false;
+  while (at < body.length && JSON_WHITESPACE.has(body[at]!)) at++;
+  return at === body.length || JSON_VALUE_START.has(body[at]!);
 }
 
 function discard<T>(response: Response, result: T): T {

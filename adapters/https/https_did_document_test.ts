@@ -287,3 +287,68 @@ describe("fetchJwks() (decisions §25)", () => {
     expect(await fetcher().fetchJwks!("missing.test")).toEqual({ status: "not-found", url: "https://missing.test/.well-known/jwks.json" });
   });
 });
+
+describe("a body that ends with the connection (no Content-Length, not chunked)", () => {
+  const DID = JSON.stringify({ id: "did:web:cut.test", verificationMethod: [{ blockchainAccountId: "eip155:1:0x1111111111111111111111111111111111111111" }] });
+  const head = (framing: string) => `HTTP/1.1 200 OK\r\ncontent-type: application/did+json\r\n${framing}\r\n`;
+  /** How the raw server answers the next request: what it writes, then how it closes once that is flushed. */
+  let answer: { text: string | Buffer; close: "end" | "destroy" | "reset" } = { text: "", close: "end" };
+  let raw: import("node:tls").Server;
+  let rawPort = 0;
+
+  beforeAll(async () => {
+    const tls = await import("node:tls");
+    const leaf = await issueLeaf(["cut.test"]);
+    raw = tls.createServer({ cert: leaf.cert, key: leaf.key }, (socket) => {
+      socket.on("error", () => {});
+      socket.once("data", () => {
+        const { text, close } = answer;
+        // Closed once the bytes are handed to the kernel: `end` with TLS close_notify, `destroy` a bare FIN, `reset` an RST.
+        if (close === "end") socket.end(text);
+        else socket.write(text, () => (close === "reset" ? socket.resetAndDestroy() : socket.destroy()));
+      });
+    });
+    await new Promise<void>((resolve) => raw.listen(0, "127.0.0.1", resolve));
+    rawPort = (raw.address() as { port: number }).port;
+    dns.setA("cut.test", ["127.0.0.1"]);
+  });
+  afterAll(() => void raw.close());
+
+  const fetchCut = () => fetcher({ portOverride: rawPort }).fetchDidDocument("cut.test");
+  const fetchCutJwks = () => fetcher({ portOverride: rawPort }).fetchJwks!("cut.test");
+  const fetchCutUrl = () => fetcher().fetchJsonUrl(`https://cut.test:${rawPort}/api?module=account`);
+
+  test("cut halfway (close_notify, a bare FIN or a reset) is a network-error, never invalid-json: did.json, jwks.json and any JSON URL", async () => {
+    for (const close of ["end", "destroy", "reset"] as const) {
+      for (const cut of [0, 1, 30, DID.length - 1]) {
+        answer = { text: `${head("connection: close\r\n")}${DID.slice(0, cut)}`, close };
+        for (const read of [fetchCut, fetchCutJwks, fetchCutUrl]) {
+          expect({ close, cut, result: await read() }).toMatchObject({ close, cut, result: { status: "unavailable", reason: "network-error" } });
+        }
+      }
+    }
+    // A byte order mark, white space, then the cut.
+    answer = { text: `${head("connection: close\r\n")}\uFEFF \n${DID.slice(0, 10)}`, close: "destroy" };
+    expect(await fetchCut()).toMatchObject({ reason: "network-error" });
+    // Cut inside the byte order mark.
+    answer = { text: Buffer.concat([Buffer.from(head("connection: close\r\n")), Buffer.from([0xef, 0xbb])]), close: "destroy" };
+    expect(await fetchCut()).toMatchObject({ reason: "network-error" });
+  });
+
+  test("whole it is read; a body no cut could make JSON stays invalid-json; a cut body with a length or chunks stays a network-error", async () => {
+    answer = { text: `${head("connection: close\r\n")}${DID}`, close: "destroy" };
+    expect(await fetchCut()).toMatchObject({ status: "ok", document: JSON.parse(DID) });
+    answer = { text: `${head("connection: close\r\n")}<html>blocked</html>`, close: "destroy" };
+    expect(await fetchCut()).toMatchObject({ status: "unavailable", reason: "invalid-json" });
+    // A declared length the body fills: garbage is the host's answer.
+    answer = { text: `${head("content-length: 9\r\n")}{not json`, close: "end" };
+    expect(await fetchCut()).toMatchObject({ status: "unavailable", reason: "invalid-json" });
+    answer = { text: `${head("transfer-encoding: chunked\r\n")}9\r\n{not json\r\n0\r\n\r\n`, close: "end" };
+    expect(await fetchCut()).toMatchObject({ status: "unavailable", reason: "invalid-json" });
+    // Framed, cut short of its frame.
+    answer = { text: `${head(`content-length: ${DID.length}\r\n`)}${DID.slice(0, 30)}`, close: "destroy" };
+    expect(await fetchCut()).toMatchObject({ status: "unavailable", reason: "network-error" });
+    answer = { text: `${head("transfer-encoding: chunked\r\n")}1e\r\n${DID.slice(0, 30)}\r\n`, close: "destroy" };
+    expect(await fetchCut()).toMatchObject({ status: "unavailable", reason: "network-error" });
+  });
+});
