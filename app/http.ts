@@ -301,10 +301,8 @@ function readiness(config: Pick<Config, "chains" | "signers">, f: Foundation, c:
       otherChainsReadiness(c.otherChains ?? [], held),
       oauthSigner ? c.oauth!.keys.signerRevoked() : Promise.resolve(false),
     ]);
-    // The delegate wallet's funds are shown (`delegateBalance` false under MIN_DELEGATE_BALANCE_WEI), not counted in
-    // `ready`: a wallet that cannot pay refuses the relays' writes itself (503, nothing recorded), and reads never spend
-    // gas. Counted, one wallet running dry took every instance on it out of the balancer's pool (all of them, with the
-    // one shared DELEGATE_SIGNER), and every public read with them: artifact trust went dark for want of gas.
+    // Shown, not counted in `ready`: under it the relays refuse writes themselves, and reads spend no gas. Counted, a wallet
+    // running dry took every instance on it out of the balancer's pool, and every public read with them.
     const delegateFunded = balance === undefined ? undefined : balance >= config.signers.minDelegateBalanceWei;
     const { follower: _, ...indexStatus } = status ?? c.index.status();
     // A stale index (no poll completed for INDEX_STALL_SECONDS) makes every public read 503 INDEX_STALE: not ready.

@@ -49,10 +49,7 @@ export type ViemEasOptions = {
   readonly delegateSigner?: TransactionSigner | undefined;
   /** Replaces `fetch` for JSON-RPC, e.g. to count round trips in tests. */
   readonly fetchFn?: typeof fetch | undefined;
-  /**
-   * The hot path's lean JSON-RPC client counts its own calls here (issue 28) and sends with `unmeteredFetchFn`
-   * (default the global fetch) instead of `fetchFn`, which the service meters by parsing each request again.
-   */
+  /** The hot path's client counts its own calls here (issue 28) and sends with `unmeteredFetchFn`, not the metered `fetchFn`. */
   readonly rpcMetrics?: Metrics | undefined;
   readonly unmeteredFetchFn?: typeof fetch | undefined;
   /** With `rpcMetrics`: the hot path posts over kept-alive sockets instead of `unmeteredFetchFn` (http1_post.ts). */
@@ -70,11 +67,7 @@ export type ViemEasOptions = {
    * its record from them, issue 43 item 5), before its caller is answered.
    */
   readonly onAttested?: ((written: WrittenAttestation) => void) | undefined;
-  /**
-   * The least the delegate wallet must hold for a write to be sent (MIN_DELEGATE_BALANCE_WEI on the default chain): under
-   * it the relays answer 503 before anything is recorded, and the rest is kept for the reconciler's fee bumps. 0 when
-   * absent (a write needs only its own gas).
-   */
+  /** The least the delegate wallet keeps (MIN_DELEGATE_BALANCE_WEI): under it a write is refused; default 0. */
   readonly delegateReserveWei?: bigint | undefined;
   /** Whether the wallets send by `eth_sendRawTransactionSync` while the node mines on arrival (default `auto`). */
   readonly sendSync?: SendSyncMode | undefined;
