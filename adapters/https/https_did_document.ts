@@ -136,7 +136,7 @@ export function createHttpsDidDocumentFetcher(options: HttpsDidDocumentFetcherOp
       // Only a body whose end the framing vouches for is the host's answer (lasting, domain/discovery/did_document.ts).
       // A body that ends where the connection ends may have been cut (a FIN or a reset, by the host's network or by
       // anyone on the path), and Bun then ends it as if whole: unless no cut could make it JSON, it was not read.
-      if (!lengthDelimited(response.headers) && mayBeCutJson(body)) return unavailable("network-error");
+      if (!lengthDelimited(response.headers, response.status) && mayBeCutJson(body)) return unavailable("network-error");
       return unavailable("invalid-json");
     }
     return { status: "ok", document, url: target.url };
@@ -193,14 +193,18 @@ export function createHttpsDidDocumentFetcher(options: HttpsDidDocumentFetcherOp
 }
 
 /**
- * Whether the body's end is set by its framing (RFC 9112 §6.3): chunked as the last transfer coding, or, with no
- * Transfer-Encoding, a Content-Length. Bun reports a body that ends short of either as an error; a body with neither
- * ends with the connection, so a cut one reads as whole. (Bun's fetch speaks HTTP/1.1, and shows Transfer-Encoding.)
+ * Whether the body's end is set by its framing (RFC 9112 §6.3): none at all after a 204 or 205, chunked as the last
+ * transfer coding, or, with no Transfer-Encoding, a Content-Length (one value, or the same value repeated: Headers joins
+ * repeated fields with commas, RFC 9110 §8.6). Bun reports a body that ends short of either as an error; a body with
+ * neither ends with the connection, so a cut one reads as whole. (Bun's fetch speaks HTTP/1.1, and shows
+ * Transfer-Encoding.)
  */
-export function lengthDelimited(headers: Headers): boolean {
+export function lengthDelimited(headers: Headers, status?: number): boolean {
+  if (status === 204 || status === 205) return true;
   const transferEncoding = headers.get("transfer-encoding");
   if (transferEncoding !== null) return /(?:^|,)[ \t]*chunked[ \t]*$/i.test(transferEncoding);
-  return /^[ \t]*[0-9]+[ \t]*$/.test(headers.get("content-length") ?? "");
+  const lengths = (headers.get("content-length") ?? "").split(",").map((value) => value.trim());
+  return /^[0-9]+$/.test(lengths[0]!) && lengths.every((value) => value === lengths[0]);
 }
 
 const JSON_WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
@@ -210,8 +214,9 @@ const UTF8_BOM = [0xef, 0xbb, 0xbf];
 
 /**
  * Whether `body` could be a JSON text cut short: nothing but (a start of) a byte order mark and white space, or the
- * first byte after them can start a JSON value. One that cannot (an HTML page, plain text) is not JSON however much
- * of it came, so it stays `invalid-json` unframed too.
+ * first byte after them can start a JSON value, and a text that starts as a literal or a number is still (a start of)
+ * one. One that cannot (an HTML page, plain text such as `not found` or `0 results`) is not JSON however much of it
+ * came, so it stays `invalid-json` unframed too.
  */
 export function mayBeCutJson(body: Uint8Array): boolean {
   let at = 0;
@@ -219,7 +224,13 @@ export function mayBeCutJson(body: Uint8Array): boolean {
   if (at === body.length) return true;
   if (at !== 0 && at !== UTF8_BOM.length) return false;
   while (at < body.length && JSON_WHITESPACE.has(body[at]!)) at++;
-  return at === body.length || JSON_VALUE_START.has(body[at]!);
+  if (at === body.length) return true;
+  if (!JSON_VALUE_START.has(body[at]!)) return false;
+  const rest = new TextDecoder().decode(body.subarray(at, at + 8));
+  if (/^[tfn]/.test(rest)) return ["true", "false", "null"].some((literal) => literal.startsWith(rest));
+  // A cut number is number characters to its end (white space after it would have ended it whole).
+  if (/^[-0-9]/.test(rest)) return /^[-+.eE0-9]*$/.test(new TextDecoder().decode(body.subarray(at)));
+  return true;
 }
 
 function discard<T>(response: Response, result: T): T {

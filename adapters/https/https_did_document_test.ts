@@ -4,7 +4,7 @@ import { type HttpsServer, startHttpsServer } from "../../e2e/support/https_serv
 import { getTestCa, issueLeaf } from "../../e2e/support/test_ca.ts";
 import type { DnsResolver } from "../../ports/discovery.ts";
 import { createDnsPacketResolver } from "../dns/mod.ts";
-import { createHttpsDidDocumentFetcher, type HttpsDidDocumentFetcherOptions } from "./https_did_document.ts";
+import { createHttpsDidDocumentFetcher, type HttpsDidDocumentFetcherOptions, lengthDelimited, mayBeCutJson } from "./https_did_document.ts";
 
 const NAMES = [
   "ok.test", "missing.test", "error.test", "redirect.test", "huge.test", "huge-declared.test", "slow.test",
@@ -350,5 +350,30 @@ describe("a body that ends with the connection (no Content-Length, not chunked)"
     expect(await fetchCut()).toMatchObject({ status: "unavailable", reason: "network-error" });
     answer = { text: `${head("transfer-encoding: chunked\r\n")}1e\r\n${DID.slice(0, 30)}\r\n`, close: "destroy" };
     expect(await fetchCut()).toMatchObject({ status: "unavailable", reason: "network-error" });
+  });
+});
+
+describe("the framing and the cut-JSON guess (review of the connection-delimited fix)", () => {
+  const headers = (fields: [string, string][]) => {
+    const h = new Headers();
+    for (const [name, value] of fields) h.append(name, value);
+    return h;
+  };
+
+  test("a 204 or 205 ends at its headers; a repeated identical Content-Length frames the body; differing ones do not", () => {
+    expect(lengthDelimited(new Headers(), 204)).toBe(true);
+    expect(lengthDelimited(new Headers(), 205)).toBe(true);
+    expect(lengthDelimited(new Headers(), 200)).toBe(false);
+    expect(lengthDelimited(headers([["content-length", "2"], ["content-length", "2"]]), 200)).toBe(true);
+    expect(lengthDelimited(headers([["content-length", "2"], ["content-length", "3"]]), 200)).toBe(false);
+    expect(lengthDelimited(headers([["content-length", "12"]]), 200)).toBe(true);
+    expect(lengthDelimited(headers([["transfer-encoding", "gzip, chunked"]]), 200)).toBe(true);
+    expect(lengthDelimited(headers([["transfer-encoding", "gzip"], ["content-length", "5"]]), 200)).toBe(false);
+  });
+
+  test("plain text that merely starts like a literal or a number is not cut JSON; a start of one is", () => {
+    const cut = (text: string) => mayBeCutJson(new TextEncoder().encode(text));
+    for (const text of ["forbidden", "not found", "0 results", "-- comment", "truex"]) expect([text, cut(text)]).toEqual([text, false]);
+    for (const text of ["", "  ", "tr", "fals", "nu", "12", "-1.5e", "{\"id\":", "[1,", "\"did:"]) expect([text, cut(text)]).toEqual([text, true]);
   });
 });
