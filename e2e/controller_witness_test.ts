@@ -30,6 +30,8 @@ const DID_JWK =
   "did:jwk:eyJjcnYiOiJQLTI1NiIsImt0eSI6IkVDIiwieCI6ImY4M09KM0Q3eEkxWXAxVjJpRklZQTduNU9ZWGM0SzFVbzdqWTE0RktNQzQiLCJ5IjoieF9GRXpSdTltMzZITE5fdHVlNjU5TE5wWFc2cEN5U3Rpa1lqS0lXSTVhMCJ9";
 const dnsKey = privateKeyToAccount(generatePrivateKey());
 const webKey = privateKeyToAccount(generatePrivateKey());
+/** 70 controllers many.test publishes (70 TXT records, one each) and manyjson.test's did.json names (70 methods). */
+const manyKeys = Array.from({ length: 70 }, () => privateKeyToAccount(generatePrivateKey()).address);
 
 let dns: DnsServer;
 let https: HttpsServer;
@@ -54,7 +56,7 @@ const env = (dnsAddress: string) => ({
 beforeAll(async () => {
   dns = await startDnsServer();
   const ca = await getTestCa();
-  const leaf = await issueLeaf(["web.test", "dns.test", "badjson.test", "busy.test"]);
+  const leaf = await issueLeaf(["web.test", "dns.test", "badjson.test", "busy.test", "manyjson.test"]);
   https = await startHttpsServer({
     ...leaf,
     routes: (request) => {
@@ -62,6 +64,13 @@ beforeAll(async () => {
       // Read fine, and unusable for good: the subject's fault, not an outage.
       if (host === "badjson.test") return new Response("{not json", { headers: { "content-type": "application/did+json" } });
       if (host === "busy.test") return new Response("try later", { status: 503 });
+      if (host === "manyjson.test") {
+        const id = `did:web:manyjson.test%3A${https.port}`;
+        return Response.json({
+          id,
+          verificationMethod: manyKeys.map((a, i) => ({ id: `${id}#k${i}`, type: "EcdsaSecp256k1RecoveryMethod2020", controller: id, blockchainAccountId: `eip155:1:${a}` })),
+        });
+      }
       if (host !== "web.test") return new Response("nope", { status: 404 });
       return Response.json({
         id: webDid,
@@ -77,6 +86,9 @@ beforeAll(async () => {
   dns.setA("dns.test", ["127.0.0.1"]);
   dns.setA("badjson.test", ["127.0.0.1"]);
   dns.setA("busy.test", ["127.0.0.1"]);
+  dns.setA("many.test", ["127.0.0.1"]);
+  dns.setA("manyjson.test", ["127.0.0.1"]);
+  dns.setTxt("_controllers.many.test", manyKeys.map((a) => [`v=1;controller=did:pkh:eip155:1:${a}`]));
   dns.setTxt("_controllers.dns.test", [[`v=1;controller=did:pkh:eip155:31337:${dnsKey.address}`]]);
   stack = await startStack({ env: env(dns.address), didJsonCa: ca.cert, wrapRpcFetch: (inner) => silenceable(witnessNonce.wrap(inner)) });
 });
@@ -214,6 +226,32 @@ describe("sign-in with a wallet", () => {
     expect(preflight.headers.get("access-control-allow-origin")).toBe(APP);
     expect(preflight.headers.get("access-control-allow-credentials")).toBe("true");
     expect((await fetchSession(session, opts())).quota).toMatchObject({ used: 0, reserved: 0 });
+  });
+});
+
+describe("one DID per host, every published controller", () => {
+  test("a trailing dot before the port names the host: the witness writes the host's DID and address, not the alias's", async () => {
+    const alias = `did:web:dns.test.%3A${https.port}`;
+    const canonical = dnsPortDid();
+    // Before, the alias was a DID of its own (`did:web:dns.test.%3a…`, another DID address), with the host's evidence.
+    const view = await fetch(`${stack.baseUrl}/v1/controller-endpoint-confirm?subjectDid=${encodeURIComponent(alias)}`);
+    expect(((await view.json()) as { subject: { canonical: string } }).subject.canonical).toBe(canonical);
+    const session = await signIn();
+    const result = await requestControllerWitness({ subjectDid: alias, controllerDid: `did:pkh:eip155:${stack.devnet.chainId}:${dnsKey.address}` }, session, opts());
+    expect(result).toMatchObject({ success: true, method: "dns-txt" });
+    const { attestation, data } = await readWitness(result.uid as Hex);
+    expect(data).toMatchObject({ subject: canonical });
+    expect(attestation.recipient.toLowerCase()).toBe((didToAddress(canonical) as { value: string }).value.toLowerCase());
+    expect((didToAddress(alias) as { value: string }).value).toBe((didToAddress(canonical) as { value: string }).value);
+  });
+
+  test("the 70th controller of a TXT name (70 records) and of a did.json (70 methods) is confirmed and witnessed", async () => {
+    // Before, only the first 64 of a source were read: 422 EVIDENCE_NOT_FOUND for a controller the subject published.
+    const session = await signIn();
+    const txt = await requestControllerWitness({ subjectDid: `did:web:many.test%3A${https.port}`, controllerDid: `did:pkh:eip155:1:${manyKeys[69]}` }, session, opts());
+    expect(txt).toMatchObject({ success: true, method: "dns-txt" });
+    const json = await requestControllerWitness({ subjectDid: `did:web:manyjson.test%3A${https.port}`, controllerDid: `did:pkh:eip155:1:${manyKeys[69]}` }, session, opts());
+    expect(json).toMatchObject({ success: true, method: "did-json" });
   });
 });
 

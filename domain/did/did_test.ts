@@ -778,3 +778,30 @@ describe("normalizeSubjectDid(): the length is that of the DID it gives", () => 
     }
   });
 });
+
+describe("did:web: one trailing dot of the host, wherever the host ends", () => {
+  test("a dot before the port or a colon path is the host's: one DID and one DID address per host (decisions §3)", () => {
+    const same: Array<[string, string]> = [
+      ["did:web:alias.test.%3A8443", "did:web:alias.test%3a8443"],
+      ["did:web:WWW.Alias.Test.%3a8443", "did:web:alias.test%3a8443"],
+      ["alias.test.%3A8443", "did:web:alias.test%3a8443"],
+      ["did:web:alias.test.:user:Alice", "did:web:alias.test:user:alice"],
+      ["did:web:alias.test.:user/Docs", "did:web:alias.test:user/Docs"],
+      // The reference's own dot at the end of the whole text goes as before.
+      ["did:web:alias.test.:user.", "did:web:alias.test:user"],
+    ];
+    for (const [alias, canonical] of same) {
+      expect({ alias, normalized: value(normalizeDid(alias)) }).toEqual({ alias, normalized: canonical });
+      expect({ alias, subject: normalizeSubjectDid(alias) }).toEqual({ alias, subject: { ok: true, value: canonical } });
+      expect({ alias, address: value(didToAddress(alias)) }).toEqual({ alias, address: value(didToAddress(canonical)) });
+    }
+    // Before, `did:web:alias.test.%3a8443` was its own normal form, with its own address, located at `alias.test.`.
+    expect(didWebLocation("did:web:alias.test.%3a8443")).toBeUndefined();
+    expect(didWebLocation("did:web:alias.test.:user")).toBeUndefined();
+    expect(didWebLocation("did:web:alias.test%3a8443")).toEqual({ host: "alias.test", port: "8443", path: [] });
+    // A second dot is not dropped: the subject is refused, never a third name for the host.
+    for (const input of ["did:web:alias.test..%3A8443", "did:web:alias.test..:user"]) {
+      expect({ input, code: (normalizeSubjectDid(input) as { code?: string }).code }).toEqual({ input, code: "INVALID_DID" });
+    }
+  });
+});

@@ -3,8 +3,16 @@ import { ok, type Result } from "../result.ts";
 import { invalid } from "./_private.ts";
 
 /**
- * The did:web normal form of a did:web or a bare domain (host normalized by {@link normalizeDomain}, the path kept);
- * folder-private: callers use `normalizeDid`.
+ * The did:web normal form of a did:web or a bare domain (the path after `/` kept); folder-private: callers use
+ * `normalizeDid`. As the reference, everything before the first `/` is normalized by {@link normalizeDomain}
+ * (lowercased, a port's `%3A` and a colon path too; one trailing `.` of the whole and one leading `www.` dropped); then
+ * the host itself, which ends at the port's `%3A` or the first `:`, loses one trailing `.` (decisions §3: the host's).
+ * The reference drops that dot only at the end of the whole text, so `did:web:example.com.%3A8443` and
+ * `did:web:example.com.:user` kept it: a second DID, with a DID address of its own, for a host that discovery, the
+ * did.json fetch and the witness's DNS read as `example.com` (its evidence was the host's, and a witness was written
+ * for the alias). Now they are `did:web:example.com%3a8443` and `did:web:example.com:user`, as a resource URL
+ * `https://example.com.:8443/` gave already (domain/payments); every DID the reference gives a host without that dot
+ * is unchanged. A second dot (`did:web:example.com..%3A8443`) is left, and {@link didWebLocation} refuses it.
  */
 export function normalizeDidWeb(value: string): Result<string, "INVALID_DID"> {
   let rest: string;
@@ -12,7 +20,10 @@ export function normalizeDidWeb(value: string): Result<string, "INVALID_DID"> {
   else if (/^did:/i.test(value)) return invalid("Expected did:web DID");
   else rest = value;
   const slash = rest.indexOf("/");
-  const host = normalizeDomain(slash === -1 ? rest : rest.slice(0, slash));
+  const authority = normalizeDomain(slash === -1 ? rest : rest.slice(0, slash));
+  const hostEnd = authority.search(/%3a|:/);
+  const hostDot = hostEnd > 0 && authority[hostEnd - 1] === ".";
+  const host = hostDot ? `${authority.slice(0, hostEnd - 1)}${authority.slice(hostEnd)}` : authority;
   if (host === "") return invalid("Invalid did:web identifier");
   return ok(`did:web:${host}${slash === -1 ? "" : rest.slice(slash)}`);
 }
@@ -92,7 +103,9 @@ export function didWebLocation(did: string): { host: string; port: string | unde
   const portMatch = /^(.*)%3a([1-9][0-9]{0,4})$/i.exec(hostPart);
   if (portMatch && (Number(portMatch[2]) > 65_535 || portMatch[2] === "443")) return undefined;
   const host = portMatch ? portMatch[1]! : hostPart;
-  if (host === "" || !/^[a-z0-9.-]+$/.test(host) || host.startsWith(".") || host.includes("..") || !isDomainNameHost(host)) return undefined;
+  // A host ending in `.` is a second name for the host without it (the DNS and did.json lookups read both alike), and
+  // no normalized did:web holds one ({@link normalizeDidWeb} drops one dot; `did:web:example.com..` keeps the other).
+  if (host === "" || !/^[a-z0-9.-]+$/.test(host) || host.startsWith(".") || host.endsWith(".") || host.includes("..") || !isDomainNameHost(host)) return undefined;
   const path = [...colonPath, ...slashPath];
   if (!path.every(isDidWebPathSegment)) return undefined;
   return { host, port: portMatch?.[2], path };

@@ -16,6 +16,7 @@ import { createControllerConfirm } from "./controller_confirm.ts";
 import { createDiscoverControllers } from "./controller_discovery.ts";
 import { canonicalControllerKey, MAX_CONTROLLER_VALUE } from "./controller_values.ts";
 import { controllerKeysFromDidDocument } from "./did_document.ts";
+import { controllerKeysFromJwks } from "./jwk_keys.ts";
 import { createKeySet } from "./key_set.ts";
 import { explainControllerTxtRecord, parseControllerTxtRecord } from "./txt_records.ts";
 import { base64UrlEncode, buildDidPkhFromCaip10, didWebLocation, isSameControllerId, jwkToDidJwk, normalizeDid, parseArtifactDid } from "../did/mod.ts";
@@ -158,6 +159,15 @@ describe("parsers of remote text are linear at their largest input", () => {
     const nested = JSON.stringify({ id: subject, verificationMethod: [{ publicKeyJwk: { ...ec(1), ext: "NESTED" } }] })
       .replace('"NESTED"', `${"[".repeat(depth)}${"]".repeat(depth)}`);
     await expectLinear("did.json deep nesting", parse, accounts.slice(0, nested.length), nested);
+    // A JWK Set: every key is read (no cap on their number), as many distinct small keys as fit 64 KiB.
+    const jwks = (text: string) => controllerKeysFromJwks(JSON.parse(text));
+    const okp = (i: number) => ({ kty: "OKP", crv: "Ed25519", x: base64UrlEncode(Uint8Array.from({ length: 32 }, (_, k) => (k < 4 ? i >>> (8 * k) : k) & 0xff)) });
+    const set = (entry: (i: number) => unknown) => {
+      const keys: unknown[] = [];
+      while (JSON.stringify(keys).length < SIZE) keys.push(entry(keys.length));
+      return JSON.stringify({ keys });
+    };
+    await expectLinear("jwks distinct keys", jwks, set((i) => ({ ...okp(0), pad: `${i}${"p".repeat(600)}` })), set(okp));
   });
 
   test("merging controller keys of two TXT names and a did.json: no pairwise comparison", async () => {
@@ -184,14 +194,19 @@ describe("parsers of remote text are linear at their largest input", () => {
       return { status: "ok" as const, url: "https://svc.example/.well-known/did.json", document: { id: subject, verificationMethod: methods } };
     };
     const anchors: TrustAnchors = { version: 1, updatedAt: "2026-01-01T00:00:00Z", widgetOrigins: [], chains: {}, registries: [] };
+    // Every key of a source counts (decisions §8, no cap on their number): besides the costliest keys (RSA did:jwk),
+    // the most keys that fit, each the shortest CAIP-10 account id (`a:b:<n>`, about 3,900 per TXT name and 2,000 in
+    // the did.json). Each must cost no more than a bounded multiple of as many bytes of a few long keys.
     const run = (kind: string) => {
       const adversarial = kind === "adversarial";
-      const txt = answer((i) => `controller=${adversarial ? rsaDidJwk(i) : pkhLike(i, 962)}`);
+      const tiny = kind === "tiny";
+      const txtKey = (i: number) => `controller=${tiny ? `a:b:${i.toString(36)}` : adversarial ? rsaDidJwk(i) : pkhLike(i, 962)}`;
       const discover = createDiscoverControllers({
-        dns: fakeDnsResolver({ "_controllers.svc.example": txt, "_omatrust.svc.example": answer((i) => `controller=${adversarial ? rsaDidJwk(i + 5000) : pkhLike(i + 5000, 962)}`) }),
+        dns: fakeDnsResolver({ "_controllers.svc.example": answer(txtKey), "_omatrust.svc.example": answer((i) => txtKey(i + 5000)) }),
         didDocuments: fakeDidDocumentFetcher({
           "svc.example": document((i) => adversarial
             ? { publicKeyJwk: { kty: "RSA", e: "AQAB", n: base64UrlEncode(Uint8Array.from({ length: 512 }, (_, k) => (i * 17 + k) & 0xff)) } }
+            : tiny ? { blockchainAccountId: `a:b:z${i.toString(36)}` }
             : { blockchainAccountId: `eip155:1:0x${(i + 9000).toString(16).padStart(40, "0")}`, pad: "p".repeat(650) }),
         }),
         serviceDnsLabel: "omatrust",
@@ -200,13 +215,17 @@ describe("parsers of remote text are linear at their largest input", () => {
     };
     const benign = run("benign");
     const adversarial = run("adversarial");
+    const tiny = run("tiny");
     const wallet = "did:pkh:eip155:1:0x0000000000000000000000000000000000000001";
-    const confirm = (kind: string) => (kind === "adversarial" ? adversarial : benign).confirm(subject, wallet);
+    const confirm = (kind: string) => (kind === "adversarial" ? adversarial : kind === "tiny       " ? tiny : benign).confirm(subject, wallet);
     // Same text length on both sides: the labels name which side runs.
     await expectLinear("discovery and confirm", confirm, "benign".padEnd(11), "adversarial");
+    await expectLinear("discovery and confirm of the most keys", confirm, "benign".padEnd(11), "tiny".padEnd(11));
     const record = await adversarial.confirm(subject, wallet);
-    // About 60 keys from each TXT name, 64 from the did.json, and the wallet.
+    // About 60 keys from each TXT name, over 80 from the did.json, and the wallet.
     expect(record.ok && record.value.controllerKeys.length).toBeGreaterThan(180);
+    const most = await tiny.confirm(subject, wallet);
+    expect(most.ok && most.value.controllerKeys.length).toBeGreaterThan(5_000);
   });
 
   test("DIDs: normalization, did:web locations, CAIP-10, artifact DIDs, did:key, controller comparison", async () => {

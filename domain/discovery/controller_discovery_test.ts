@@ -170,3 +170,33 @@ describe("createDiscoverControllers()", () => {
     expect(controllerTxtRecordFor("127.0.0.1", `did:pkh:eip155:1:${A}`)).toMatchObject({ ok: false, code: "INVALID_DID" });
   });
 });
+
+describe("every controller value of a source counts (decisions §8)", () => {
+  test("70 TXT records, 70 values in one record and 70 verification methods: all 210 keys, none dropped, no note of a cap", async () => {
+    const address = (i: number) => `0x${i.toString(16).padStart(40, "0")}`;
+    const dns = fakeDnsResolver({
+      "_controllers.many.example": { status: "found", records: Array.from({ length: 70 }, (_, i) => `v=1;controller=did:pkh:eip155:1:${address(i + 1)}`) },
+      "_omatrust.many.example": { status: "found", records: [`v=1;${Array.from({ length: 70 }, (_, i) => `controller=eip155:1:${address(i + 101)}`).join(";")}`] },
+    });
+    const docs = fakeDidDocumentFetcher({
+      "many.example": {
+        status: "ok",
+        url: "https://many.example/.well-known/did.json",
+        document: { id: "did:web:many.example", verificationMethod: Array.from({ length: 70 }, (_, i) => ({ blockchainAccountId: `eip155:1:${address(i + 201)}` })) },
+      },
+    });
+    const result = await createDiscoverControllers({ dns, didDocuments: docs, serviceDnsLabel: "omatrust" })("did:web:many.example");
+    if (!result.ok) throw new Error(result.message);
+    // Before, each source stopped at 64: the 65th to 70th of each were missing, and the witness said "not confirmed".
+    expect(result.value.evidence.map((e) => [e.location, e.keys.length])).toEqual([
+      ["_controllers.many.example", 70],
+      ["_omatrust.many.example", 70],
+      ["https://many.example/.well-known/did.json", 70],
+    ]);
+    expect(result.value.controllerKeys).toHaveLength(210);
+    for (const last of [70, 170, 270]) {
+      expect(result.value.controllerKeys.some((k) => k.canonicalId === `did:pkh:eip155:1:${address(last)}`)).toBe(true);
+    }
+    expect(result.value.evidence.flatMap((e) => e.notes ?? []).filter((n) => /first|read/.test(n))).toEqual([]);
+  });
+});

@@ -2,7 +2,7 @@
 import type { DidDocumentFetch } from "../../ports/discovery.ts";
 import { controllerIdentity, jwkToDidJwk, normalizeDid } from "../did/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
-import { canonicalControllerKey, MAX_CONTROLLERS_PER_SOURCE } from "./controller_values.ts";
+import { canonicalControllerKey } from "./controller_values.ts";
 import type { EvidenceItem } from "./discovery_record.ts";
 import type { KeySet } from "./key_set.ts";
 
@@ -10,7 +10,8 @@ import type { KeySet } from "./key_set.ts";
  * Reads the controller keys of a DID document: `blockchainAccountId` (CAIP-10, kept with its own
  * chain id) as did:pkh, `publicKeyJwk` as did:jwk (public members, sorted keys). A document that is
  * not an object, has no `id` or names another DID as `id` (the `id` must be the subject DID), or has
- * a non-array `verificationMethod` is invalid.
+ * a non-array `verificationMethod` is invalid. Every verification method counts (decisions §8), however many: the
+ * document's 64 KiB bounds them (controller_values.ts). Before, only the first 64 keys were read.
  */
 export function controllerKeysFromDidDocument(document: unknown, subjectDid: string): Result<string[], "INVALID_INPUT"> {
   if (typeof document !== "object" || document === null || Array.isArray(document)) {
@@ -32,7 +33,6 @@ export function controllerKeysFromDidDocument(document: unknown, subjectDid: str
     keys.push(key);
   };
   for (const method of methods) {
-    if (keys.length >= MAX_CONTROLLERS_PER_SOURCE) break;
     if (typeof method !== "object" || method === null) continue;
     const m = method as Record<string, unknown>;
     if (typeof m.blockchainAccountId === "string") add(canonicalControllerKey(m.blockchainAccountId));

@@ -57,22 +57,22 @@ export function readJktValue(value: string): string | undefined {
   return THUMBPRINT.test(thumbprint) ? thumbprint : undefined;
 }
 
-/** The most keys read from one JWK Set; the rest are ignored. */
-export const MAX_JWKS_KEYS = 64;
-
 /**
  * The controller keys of a JWK Set (`{keys: [...]}`), as did:jwk of their public members; keys with a private member,
- * an unknown type or missing members are skipped. A document that is not a JWK Set is undefined.
+ * an unknown type or missing members are skipped. A document that is not a JWK Set is undefined. Every key counts, as
+ * every `controller=` value does (controller_values.ts): the set's 64 KiB (the did.json fetcher's cap) bounds them,
+ * each is read once and deduplicated in a `Set`. Before, only the first 64 were read, and a did:jwk controller the set
+ * held 65th was not confirmed by `jwks`.
  */
 export function controllerKeysFromJwks(document: unknown): string[] | undefined {
   if (typeof document !== "object" || document === null || Array.isArray(document)) return undefined;
   const keys = (document as Record<string, unknown>).keys;
   if (!Array.isArray(keys)) return undefined;
-  const out: string[] = [];
-  for (const key of keys.slice(0, MAX_JWKS_KEYS)) {
+  const out = new Set<string>();
+  for (const key of keys) {
     if (typeof key !== "object" || key === null || Array.isArray(key)) continue;
     const did = jwkToDidJwk(key as Record<string, unknown>, { publicOnly: true });
-    if (did.ok && !out.includes(did.value)) out.push(did.value);
+    if (did.ok) out.add(did.value);
   }
-  return out;
+  return [...out];
 }

@@ -36,6 +36,13 @@ describe("JWK Sets", () => {
     expect(controllerKeysFromJwks([])).toBeUndefined();
   });
 
+  test("controllerKeysFromJwks() reads every key of the set: the 70th counts as the first (no cap of 64)", () => {
+    const keys = Array.from({ length: 70 }, (_, i) => ({ kty: "OKP", crv: "Ed25519", x: `${"A".repeat(41)}${String(i).padStart(2, "0")}` }));
+    const read = controllerKeysFromJwks({ keys: [...keys, keys[0]] });
+    expect(read).toHaveLength(70);
+    expect(read?.[69]).toBe((jwkToDidJwk(keys[69]!) as { value: string }).value);
+  });
+
   test("createJwksLookup() spends the domain's budget, keeps answers, never keeps a refusal", async () => {
     const docs = fakeDidDocumentFetcher({}, { "shop.test": { status: "ok", url: "https://shop.test/.well-known/jwks.json", document: { keys: [JWK] } } });
     const clock = fakeClock();

@@ -5,7 +5,7 @@
 import type { TxtLookup } from "../../ports/discovery.ts";
 import { didWebLocation, normalizeSubjectDid } from "../did/mod.ts";
 import { fail, ok, type Result } from "../result.ts";
-import { canonicalControllerKey, MAX_CONTROLLERS_PER_SOURCE } from "./controller_values.ts";
+import { canonicalControllerKey } from "./controller_values.ts";
 import type { EvidenceItem } from "./discovery_record.ts";
 import { readJktValue } from "./jwk_keys.ts";
 
@@ -20,10 +20,11 @@ export function parseControllerTxtRecord(record: string, canonicalOf: (value: st
 
 /**
  * The distinct values of one key (`controller`, `jkt`) in a `v=1;…` TXT record, each read by `read` (undefined:
- * skipped), at most {@link MAX_CONTROLLERS_PER_SOURCE}; a record whose `v` is present and not `1` yields nothing.
+ * skipped), every one of them (decisions §8; the record's size bounds them, controller_values.ts); a record whose `v`
+ * is present and not `1` yields nothing.
  */
 function txtRecordValues(record: string, name: string, read: (value: string) => string | undefined): string[] {
-  const out: string[] = [];
+  const out = new Set<string>();
   let version: string | undefined;
   for (const entry of record.split(/[;\s]+/)) {
     const eq = entry.indexOf("=");
@@ -32,12 +33,12 @@ function txtRecordValues(record: string, name: string, read: (value: string) => 
     const value = entry.slice(eq + 1).trim();
     if (value === "") continue;
     if (key === "v") version = value;
-    else if (key === name && out.length < MAX_CONTROLLERS_PER_SOURCE) {
+    else if (key === name) {
       const kept = read(value);
-      if (kept !== undefined && !out.includes(kept)) out.push(kept);
+      if (kept !== undefined) out.add(kept);
     }
   }
-  return version === undefined || version === "1" ? out : [];
+  return version === undefined || version === "1" ? [...out] : [];
 }
 
 /**
@@ -48,27 +49,21 @@ export function parseJktTxtRecord(record: string): string[] {
   return txtRecordValues(record, "jkt", readJktValue);
 }
 
-/** The distinct thumbprints of one TXT name's records, at most {@link MAX_CONTROLLERS_PER_SOURCE}. */
+/** The distinct thumbprints of one TXT name's records: all of them, as {@link txtControllerKeys}. */
 export function txtThumbprints(records: readonly string[]): string[] {
   const out = new Set<string>();
-  for (const record of records) {
-    for (const t of parseJktTxtRecord(record)) {
-      if (out.size >= MAX_CONTROLLERS_PER_SOURCE) return [...out];
-      out.add(t);
-    }
-  }
+  for (const record of records) for (const t of parseJktTxtRecord(record)) out.add(t);
   return [...out];
 }
 
-/** The distinct controller keys of one TXT name's records, at most {@link MAX_CONTROLLERS_PER_SOURCE}. */
+/**
+ * The distinct controller keys of one TXT name's records: every `controller=` value counts (decisions §8), however
+ * many records or values the name has; one DNS message bounds them (controller_values.ts). Before, the 65th was
+ * dropped, and a controller a domain published was "not confirmed".
+ */
 export function txtControllerKeys(records: readonly string[], canonicalOf: (value: string) => string | undefined): string[] {
   const keys = new Set<string>();
-  for (const record of records) {
-    for (const key of parseControllerTxtRecord(record, canonicalOf)) {
-      if (keys.size >= MAX_CONTROLLERS_PER_SOURCE) return [...keys];
-      keys.add(key);
-    }
-  }
+  for (const record of records) for (const key of parseControllerTxtRecord(record, canonicalOf)) keys.add(key);
   return [...keys];
 }
 
@@ -91,11 +86,8 @@ export function txtDetail(lookup: TxtLookup, canonicalOf: (value: string) => str
   if (lookup.status !== "found") return {};
   const shown = lookup.records.slice(0, MAX_SHOWN_TXT_RECORDS);
   const notes: string[] = [];
-  // One budget of parsed values for the whole name, as the parser has (adversarial_input_test).
-  let budget = MAX_CONTROLLERS_PER_SOURCE;
   for (const record of shown) {
-    const explained = explainControllerTxtRecord(record, { maxValues: budget, canonicalOf });
-    budget -= explained.valuesRead;
+    const explained = explainControllerTxtRecord(record, { canonicalOf });
     for (const note of explained.notes) if (!notes.includes(note)) notes.push(note);
   }
   if (lookup.records.length > shown.length) notes.push(`${lookup.records.length - shown.length} more records not shown`);
@@ -105,16 +97,15 @@ export function txtDetail(lookup: TxtLookup, canonicalOf: (value: string) => str
 /**
  * What one TXT record (strings joined) says as a controller record, for people: the keys it names (as
  * {@link parseControllerTxtRecord} reads them) and a sentence for each thing that is ignored (another version, a
- * value that is no signing-key DID, no `controller=` at all). One pass; at most {@link MAX_CONTROLLERS_PER_SOURCE}
- * values are parsed, like the parser itself.
+ * value that is no signing-key DID, no `controller=` at all). One pass over every value, like the parser itself; at
+ * most 8 notes.
  */
 export function explainControllerTxtRecord(
   record: string,
-  options: { maxValues?: number | undefined; canonicalOf?: ((value: string) => string | undefined) | undefined } = {},
-): { keys: string[]; notes: string[]; valuesRead: number } {
-  const maxValues = options.maxValues ?? MAX_CONTROLLERS_PER_SOURCE;
+  options: { canonicalOf?: ((value: string) => string | undefined) | undefined } = {},
+): { keys: string[]; notes: string[] } {
   const canonicalOf = options.canonicalOf ?? canonicalControllerKey;
-  const keys: string[] = [];
+  const keys = new Set<string>();
   const notes: string[] = [];
   let version: string | undefined;
   let controllers = 0;
@@ -132,21 +123,18 @@ export function explainControllerTxtRecord(
     }
     if (key !== "controller") continue;
     controllers++;
-    if (controllers > maxValues) continue;
     const canonical = value === "" ? undefined : canonicalOf(value);
     if (canonical !== undefined) {
-      if (!keys.includes(canonical)) keys.push(canonical);
+      keys.add(canonical);
     } else if (notes.length < 8) {
       notes.push(value === "" ? "A controller= entry is empty" : `"${value.slice(0, 80)}" is not a did:pkh, did:ethr, did:key, did:jwk or CAIP-10 account id`);
     }
   }
-  const valuesRead = Math.min(controllers, maxValues);
-  if (controllers > maxValues) notes.push(`Only the first ${MAX_CONTROLLERS_PER_SOURCE} controller= values of a name are read`);
   if (version !== undefined && version !== "1") {
-    return { keys: [], notes: [`The record says v=${version.slice(0, 16)}; only v=1 is read, so it is ignored`, ...notes], valuesRead };
+    return { keys: [], notes: [`The record says v=${version.slice(0, 16)}; only v=1 is read, so it is ignored`, ...notes] };
   }
   if (controllers === 0 && jkts === 0) notes.push(`A record without controller= is not a controller record: "${record.slice(0, 80)}"`);
-  return { keys, notes, valuesRead };
+  return { keys: [...keys], notes };
 }
 
 /** The TXT record that names `controllerDid` as a controller of a did:web subject or bare domain, or why there is none. */

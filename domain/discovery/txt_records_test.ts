@@ -33,7 +33,6 @@ describe("what a person sees of a TXT answer", () => {
     expect(explainControllerTxtRecord(`v=1;controller=did:pkh:eip155:1:${A};controller=did:web:x.com`)).toEqual({
       keys: [`did:pkh:eip155:1:${A}`],
       notes: ['"did:web:x.com" is not a did:pkh, did:ethr, did:key, did:jwk or CAIP-10 account id'],
-      valuesRead: 2,
     });
     expect(explainControllerTxtRecord(`v=2;controller=did:pkh:eip155:1:${A}`).notes[0]).toBe("The record says v=2; only v=1 is read, so it is ignored");
     expect(explainControllerTxtRecord("google-site-verification=abc").notes).toEqual([

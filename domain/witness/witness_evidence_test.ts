@@ -105,3 +105,27 @@ describe("the witness tells a source read and unusable for good from one that co
     expect((await named.witness(body, ok(account))).result).toMatchObject({ ok: true, value: { method: "dns-txt" } });
   });
 });
+
+describe("every controller a source publishes counts (decisions §8)", () => {
+  /** 70 distinct controllers, the one asked for last. */
+  const many = Array.from({ length: 69 }, (_, i) => `did:pkh:eip155:31337:0x${(i + 1).toString(16).padStart(40, "0")}`).concat(CONTROLLER);
+
+  test("the 70th controller= of a TXT name (70 records, one each) is confirmed: no cap answers 'not confirmed'", async () => {
+    // Before, only the first 64 values of a name were read: 422 EVIDENCE_NOT_FOUND for a controller the domain published.
+    const s = setup({ status: "not-found", url: URL }, { status: "found", records: many.map((c) => `v=1;controller=${c}`) });
+    expect((await s.witness(body, ok(account))).result).toMatchObject({ ok: true, value: { method: "dns-txt" } });
+    expect(s.writer.sent).toHaveLength(1);
+  });
+
+  test("the 70th controller= of one TXT record, and the 70th verificationMethod of a did.json, are confirmed", async () => {
+    const oneRecord = setup({ status: "not-found", url: URL }, { status: "found", records: [`v=1;${many.map((c) => `controller=${c}`).join(";")}`] });
+    expect((await oneRecord.witness(body, ok(account))).result).toMatchObject({ ok: true, value: { method: "dns-txt" } });
+    const document = {
+      id: SUBJECT,
+      verificationMethod: many.map((c, i) => ({ id: `${SUBJECT}#k${i}`, blockchainAccountId: c.slice("did:pkh:".length) })),
+    };
+    const didJson = setup({ status: "ok", url: URL, document });
+    expect((await didJson.witness(body, ok(account))).result).toMatchObject({ ok: true, value: { method: "did-json" } });
+    expect(didJson.writer.sent).toHaveLength(1);
+  });
+});
