@@ -123,19 +123,66 @@ export type DelegatedAttestResult = {
  * Submits a signed prepared attestation; a non-2xx answer throws {@link AtsClientError} with the server's code. With
  * `idempotencyKey` (decisions §23), a retry with the same key after a lost answer gets the first answer and writes
  * nothing twice.
+ *
+ * Only the relay's success is a result. A 202 (the retry of a request that died after handing its transaction to the
+ * chain, answered while that transaction is still on its way: docs/endpoints.md "Retries") is not an attestation: it
+ * throws {@link AtsClientError} `SUBMISSION_NOT_SETTLED` with `status` 202 and the answer as `body`, whose submission
+ * {@link pendingSubmissionOf} names (wait for it with `waitForSubmission`, or send the same bytes under the same key
+ * again). Any other 2xx that is not `{success: true, txHash}` is `INVALID_RESPONSE`. Before, every 2xx body was
+ * returned as the result: a 202 was read as an attestation with no uid and no transaction.
  */
 export async function submitDelegatedAttestation(
   body: { prepared: PreparedDelegatedAttestation; signature: string; attester: string },
   options: AtsClientOptions & { readonly idempotencyKey?: string | undefined } = {},
 ): Promise<DelegatedAttestResult> {
-  const { body: answer } = await requestJson<DelegatedAttestResult>("/v1/delegated-attest", {
+  const { body: answer, response } = await requestJson<unknown>("/v1/delegated-attest", {
     baseUrl: options.baseUrl,
     fetch: options.fetch,
     method: "POST",
     body,
     headers: options.idempotencyKey === undefined ? {} : { "idempotency-key": options.idempotencyKey },
   });
-  return answer;
+  return relaySuccess(answer, response);
+}
+
+/** A submission the relay answered as still on its way (a 202): where to read it, and where it stood. */
+export type PendingSubmission = {
+  readonly submissionId: string;
+  /** `pending`, `sent` or `replaced` as the answer said. */
+  readonly state: string;
+  /** Where to read it: the answer's `Location` (`/v1/submissions/{id}`). */
+  readonly location: string;
+};
+
+/**
+ * The submission still on its way that an error of {@link submitDelegatedAttestation} names (its 202, code
+ * `SUBMISSION_NOT_SETTLED`), or of `waitForSubmission` past its tries; undefined for any other error.
+ */
+export function pendingSubmissionOf(error: unknown): PendingSubmission | undefined {
+  if (!(error instanceof AtsClientError) || error.code !== "SUBMISSION_NOT_SETTLED") return undefined;
+  const body = typeof error.body === "object" && error.body !== null ? error.body as Record<string, unknown> : {};
+  if (typeof body.submissionId !== "string" || body.submissionId === "") return undefined;
+  const state = typeof body.state === "string" ? body.state : "pending";
+  return { submissionId: body.submissionId, state, location: `/v1/submissions/${encodeURIComponent(body.submissionId)}` };
+}
+
+/** The relay's success from a 2xx answer; a 202 or anything else is thrown (see {@link submitDelegatedAttestation}). */
+function relaySuccess(answer: unknown, response: Response): DelegatedAttestResult {
+  const record = typeof answer === "object" && answer !== null ? answer as Record<string, unknown> : {};
+  if (response.status === 202) {
+    const fromLocation = /\/v1\/submissions\/([^/?#]+)$/.exec(response.headers.get("location") ?? "")?.[1];
+    const submissionId = typeof record.submissionId === "string" && record.submissionId !== "" ? record.submissionId : fromLocation;
+    const state = typeof record.state === "string" ? record.state : "pending";
+    throw new AtsClientError(
+      "SUBMISSION_NOT_SETTLED",
+      `The attestation is not written yet: its submission${submissionId === undefined ? "" : ` ${submissionId}`} is still ${state}`,
+      { status: 202, body: { ...record, ...(submissionId === undefined ? {} : { submissionId }), state } },
+    );
+  }
+  if (record.success !== true || typeof record.txHash !== "string") {
+    throw new AtsClientError("INVALID_RESPONSE", "The relay's answer is not an attestation's success", { status: response.status, body: answer });
+  }
+  return record as DelegatedAttestResult;
 }
 
 /** The public relay's batch route; the private relay's is {@link PRIVATE_RELAY_BATCH_PATH}. */

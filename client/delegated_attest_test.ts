@@ -6,6 +6,7 @@ import { findSchemaByName } from "../domain/schemas.ts";
 import { AtsClientError } from "./errors.ts";
 import {
   attestDelegated,
+  pendingSubmissionOf,
   prepareDelegatedAttestation,
   PRIVATE_RELAY_BATCH_PATH,
   signableTypedData,
@@ -182,5 +183,52 @@ describe("submitDelegatedAttestBatch()", () => {
     const one = { prepared: prepare(), signature: "0x01", attester: account.address };
     const error = await submitDelegatedAttestBatch([one, one, one], { baseUrl: baseUrl() }).then(() => undefined, (e: unknown) => e);
     expect(error).toMatchObject({ code: "INVALID_INPUT", status: 400 });
+  });
+});
+
+describe("submitDelegatedAttestation() and an answer that is not the relay's success", () => {
+  // As the relay answers the retry of a request that died after handing its transaction to the chain, while that
+  // transaction is on its way (http/routes/delegation/_tracking.ts submissionAnswer): 202, Location, no uid, no txHash.
+  const answers: Response[] = [];
+  const keys: (string | null)[] = [];
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: (request) => {
+      keys.push(request.headers.get("idempotency-key"));
+      return answers.shift() ?? Response.json({ error: "none left", code: "INTERNAL_ERROR" }, { status: 500 });
+    },
+  });
+  afterAll(() => server.stop(true));
+  const id = "khFvxbyajZsaWUYk5v5LWA";
+  const onItsWay = (body: Record<string, unknown>) =>
+    Response.json(body, { status: 202, headers: { location: `/v1/submissions/${id}`, "preference-applied": "respond-async" } });
+  const send = () => submitDelegatedAttestation({ prepared: prepare(), signature: "0x01", attester: account.address }, { baseUrl: `http://127.0.0.1:${server.port}`, idempotencyKey: "k202" })
+    .then((result) => ({ result }), (error: unknown) => ({ error }));
+
+  test("a 202 is no attestation: it throws SUBMISSION_NOT_SETTLED naming the submission to wait for", async () => {
+    answers.push(onItsWay({ submissionId: id, state: "replaced", chain: "ATS Devnet", elapsed: "6ms" }));
+    const sent = await send();
+    expect("result" in sent).toBe(false);
+    const error = (sent as { error: unknown }).error;
+    expect(error).toBeInstanceOf(AtsClientError);
+    expect(error).toMatchObject({ code: "SUBMISSION_NOT_SETTLED", status: 202, body: { submissionId: id, state: "replaced" } });
+    expect(pendingSubmissionOf(error)).toEqual({ submissionId: id, state: "replaced", location: `/v1/submissions/${id}` });
+    expect(keys.at(-1)).toBe("k202");
+  });
+
+  test("a 202 whose body names no submission is named by its Location", async () => {
+    answers.push(onItsWay({ state: "sent" }));
+    const { error } = (await send()) as { error: unknown };
+    expect(pendingSubmissionOf(error)).toEqual({ submissionId: id, state: "sent", location: `/v1/submissions/${id}` });
+  });
+
+  test("a 2xx that is not {success: true, txHash} is INVALID_RESPONSE; the relay's success is the result", async () => {
+    answers.push(Response.json({ uid: null }), Response.json({ success: false, txHash: "0x01" }));
+    for (let i = 0; i < 2; i++) expect((await send() as { error: unknown }).error).toMatchObject({ code: "INVALID_RESPONSE", status: 200 });
+    const success = { success: true as const, txHash: `0x${"a".repeat(64)}` as const, uid: `0x${"b".repeat(64)}` as const, blockNumber: 9, chain: "ATS Devnet", submissionId: id, elapsed: "1ms" };
+    answers.push(Response.json(success));
+    expect(await send()).toEqual({ result: success });
+    expect(pendingSubmissionOf(new AtsClientError("OUTCOME_UNKNOWN", "x", { status: 503, body: { submissionId: id } }))).toBeUndefined();
   });
 });

@@ -26,7 +26,7 @@ describe("submissions from the client", () => {
 
   test("submitDelegatedAttestation sends the idempotency key; the async submit asks respond-async and returns the id", async () => {
     const svc = service([
-      { status: 200, body: { success: true, submissionId: "a".repeat(22) } },
+      { status: 200, body: { success: true, txHash: "0x01", submissionId: "a".repeat(22) } },
       { status: 202, body: { submissionId: "b".repeat(22), state: "pending" } },
     ]);
     expect((await submitDelegatedAttestation(body, { ...svc, idempotencyKey: "k1" })).submissionId).toBe("a".repeat(22));

@@ -85,8 +85,9 @@ export async function signAndSend(state: WidgetState): Promise<void> {
 }
 
 /**
- * Sends the signed review kept in `state.sent` under its `Idempotency-Key`: the uid shows success; a refusal (nothing
- * written) the error view; anything that leaves the write possible the unsure view (widgets/send_outcome.ts).
+ * Sends the signed review kept in `state.sent` under its `Idempotency-Key`: the relay's success shows the uid; a refusal
+ * (nothing written) the error view; anything that leaves the write possible the unsure view (widgets/send_outcome.ts),
+ * a 202 (its submission still on its way) among them: the submission it names is what "Check again" reads.
  */
 async function deliver(state: WidgetState): Promise<void> {
   const sent = state.sent!;
@@ -119,7 +120,7 @@ export async function checkAgain(state: WidgetState): Promise<void> {
       state.sent = undefined;
       return fail(state, new WidgetError(`Its transaction failed; nothing was attested${seen.code === undefined ? "" : ` (${seen.code})`}. Write it again to send a new one.`));
     }
-    unsure(state, unsureText({ why: "waiting", txHash: submission.txHash }));
+    unsure(state, unsureText({ why: "waiting", submissionId: sent.submissionId, txHash: submission.txHash }));
   } catch (error) {
     unsure(state, `${explain(error)} The review may still have been written: check again in a moment.`);
   }

@@ -9,6 +9,7 @@
  *
  * Pure (no page): the widget's script calls it, widgets/send_outcome_test.ts tests it.
  */
+import { pendingSubmissionOf } from "../client/delegated_attest.ts";
 import { AtsClientError } from "../client/errors.ts";
 import type { Submission } from "../client/submissions.ts";
 
@@ -17,8 +18,11 @@ export type AfterSend =
   | { readonly kind: "refused" }
   | {
     readonly kind: "unsure";
-    /** Why it is not known: the relay said so, no answer came, or the first send under the key still runs. */
-    readonly why: "outcome-unknown" | "no-answer" | "in-use";
+    /**
+     * Why it is not known: the relay said so, no answer came, the first send under the key still runs, or the relay
+     * answered 202: the submission is still on its way (a retry of a send that died with its instance).
+     */
+    readonly why: "outcome-unknown" | "no-answer" | "in-use" | "waiting";
     /** The submission to read (an `OUTCOME_UNKNOWN` names it). */
     readonly submissionId?: string | undefined;
     readonly txHash?: string | undefined;
@@ -38,6 +42,14 @@ export function afterSendFailure(error: unknown): AfterSend {
   const text = (value: unknown) => typeof value === "string" && value !== "" ? value : undefined;
   if (error.code === "OUTCOME_UNKNOWN") return { kind: "unsure", why: "outcome-unknown", submissionId: text(body.submissionId), txHash: text(body.details) };
   if (error.code === "IDEMPOTENCY_KEY_IN_USE") return { kind: "unsure", why: "in-use" };
+  // A 202 (client/delegated_attest.ts): the submission is on its way, nothing is on chain yet. Before, the widget took
+  // it for the relay's success and showed "Review submitted" with no uid and no transaction, the signed review dropped.
+  const pending = pendingSubmissionOf(error);
+  if (pending !== undefined) return { kind: "unsure", why: "waiting", submissionId: pending.submissionId };
+  // A 202 naming no submission, or a 2xx that is not the relay's success (a proxy's page): nothing says it was not written.
+  if (error.code === "SUBMISSION_NOT_SETTLED" || (error.code === "INVALID_RESPONSE" && error.status !== undefined && error.status < 300)) {
+    return { kind: "unsure", why: "no-answer" };
+  }
   // No answer at all (a dropped connection), or one that is not the service's (a proxy's page).
   if (error.status === undefined) return { kind: "unsure", why: "no-answer" };
   if (error.status >= 500 && (error.code === "NETWORK_ERROR" || error.code === "INVALID_RESPONSE" || !NOTHING_DONE.has(error.code))) {
@@ -60,8 +72,11 @@ export function submissionOutcome(submission: Pick<Submission, "state" | "uid" |
 }
 
 /** The sentence the unsure view shows. */
-export function unsureText(outcome: Extract<AfterSend, { kind: "unsure" }> | { readonly why: "waiting"; readonly txHash?: string | null | undefined }): string {
+export function unsureText(
+  outcome: Extract<AfterSend, { kind: "unsure" }> | { readonly why: "waiting"; readonly submissionId?: string | undefined; readonly txHash?: string | null | undefined },
+): string {
   const tx = outcome.txHash ? ` Its transaction: ${outcome.txHash}.` : "";
+  const submission = outcome.submissionId ? ` Its submission: ${outcome.submissionId}.` : "";
   switch (outcome.why) {
     case "outcome-unknown":
       return `The review was sent, but whether it is on chain is not known yet.${tx} Check again in a minute; do not sign it again.`;
@@ -70,6 +85,6 @@ export function unsureText(outcome: Extract<AfterSend, { kind: "unsure" }> | { r
     case "in-use":
       return "The service is still writing the review. Check again in a moment.";
     case "waiting":
-      return `The review's transaction is still on its way.${tx} Check again in a minute.`;
+      return `The review's transaction is still on its way.${submission}${tx} Check again in a minute.`;
   }
 }

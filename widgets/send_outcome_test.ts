@@ -61,3 +61,18 @@ describe("a submission read after an unsure send", () => {
     expect(unsureText({ why: "waiting", txHash: null })).toBe("The review's transaction is still on its way. Check again in a minute.");
   });
 });
+
+describe("a send answered 202: its submission still on its way", () => {
+  test("is unsure (waiting) with the submission it names, never refused or written; the text names the submission", () => {
+    const pending = new AtsClientError("SUBMISSION_NOT_SETTLED", "on its way", { status: 202, body: { submissionId: "khFvxbyajZsaWUYk5v5LWA", state: "sent", chain: "x" } });
+    const outcome = afterSendFailure(pending);
+    expect(outcome).toEqual({ kind: "unsure", why: "waiting", submissionId: "khFvxbyajZsaWUYk5v5LWA" });
+    expect(unsureText(outcome as Extract<typeof outcome, { kind: "unsure" }>)).toBe(
+      "The review's transaction is still on its way. Its submission: khFvxbyajZsaWUYk5v5LWA. Check again in a minute.",
+    );
+    // A 202 naming no submission: Check again sends the same bytes under the same key.
+    expect(afterSendFailure(new AtsClientError("SUBMISSION_NOT_SETTLED", "on its way", { status: 202, body: {} }))).toEqual({ kind: "unsure", why: "no-answer" });
+    // A 2xx that is not the relay's success (client/delegated_attest.ts: INVALID_RESPONSE) says nothing was not written.
+    expect(afterSendFailure(new AtsClientError("INVALID_RESPONSE", "not the success", { status: 200, body: { uid: null } }))).toEqual({ kind: "unsure", why: "no-answer" });
+  });
+});
