@@ -8,6 +8,13 @@ import { errorBody, json } from "./errors.ts";
 export const replayed = (): Response => json(errorBody("PAYMENT_ALREADY_USED", "This payment authorization was already used"), 409);
 export const inProgress = (): Response =>
   json(errorBody("PAYMENT_IN_PROGRESS", "The payer's unsettled payments already hold its token balance; nothing was done or charged, retry once they settle"), 409);
+/**
+ * A dead request's retry that finds its authorization reserved by another `Idempotency-Key`'s request still open
+ * (http/_x402_resume.ts): not kept (`PAYMENT_IN_PROGRESS` is among the refusals that did nothing), since that request
+ * may yet give the payment back, and then this key's retry runs.
+ */
+export const inUseByAnotherKey = (): Response =>
+  json(errorBody("PAYMENT_IN_PROGRESS", "This payment authorization is in use by another request (another Idempotency-Key); nothing was done or charged under this key, send it again once that request is answered"), 409);
 export const unavailable = (): Response => json(errorBody("FACILITATOR_UNAVAILABLE", "The payment facilitator is unavailable; nothing was charged"), 502);
 /** A 402 from core's instructions: its headers (PAYMENT-REQUIRED), our error body. */
 export const paymentRequired = (instructions: HTTPResponseInstructions, code: string, message: string, details?: string) => {

@@ -15,7 +15,7 @@ import type { HTTPRequestContext } from "@x402/core/server";
 import type { Network } from "@x402/core/types";
 import { paymentReplayKey, plainPaymentTerm, readExactAuthorization, type Settlement } from "../domain/payments/mod.ts";
 import type { PaymentPurpose } from "../ports/payments.ts";
-import { decodedPayment } from "./_x402_answers.ts";
+import { decodedPayment, inUseByAnotherKey, replayed } from "./_x402_answers.ts";
 import { adapterOf, type Gate, type GateWork, paidWorkOf, reasonOf, refusedPayment, settleWork, workAnswer } from "./_x402_core.ts";
 
 /** The payment a request's `PAYMENT-SIGNATURE` names: its replay key, payer and network; undefined when it names none. */
@@ -45,10 +45,17 @@ async function refusedAtResume(gate: Gate, purpose: PaymentPurpose, header: stri
 
 /**
  * The retry's answer from the dead request's write (`work` reads it; undefined: nothing was written), or undefined
- * when the request is to run afresh: no payment of this payer and purpose under the replay key, one another
- * `Idempotency-Key` record reserved (not `keyRef`, the record this retry took over: the same authorization sent under
- * another key; the run afresh meets it in use, 409 `PAYMENT_ALREADY_USED`), or nothing written (its payment given
- * back first, when the work had not begun).
+ * when the request is to run afresh: no payment of this payer and purpose under the replay key, or nothing written (its
+ * payment given back first, when the work had not begun).
+ *
+ * A payment another `Idempotency-Key` record reserved (not `keyRef`, the record this retry took over: the same
+ * authorization sent under another key) is answered by its state, nothing of it read or touched. Still open
+ * (`reserved`, `worked`, `work_unknown`): 409 `PAYMENT_IN_PROGRESS`, which is not kept, so the key's record is given
+ * back (http/idempotency.ts) and a later retry runs as a new request: written and settled if the other request gave
+ * the payment back (its write failed), else meeting it used. Settled or failed to settle: the authorization is used,
+ * 409 `PAYMENT_ALREADY_USED`, kept under the key. Before, the retry ran afresh holding the key, met the payment in use
+ * and kept that 409 under the key for 24 hours, though the other request might give the payment back, after which
+ * the same payment under a fresh key went through (found in review; decisions §23: a 409 naming no outcome is not kept).
  */
 export async function resumePayment(
   gate: Gate,
@@ -80,6 +87,7 @@ export async function resumePayment(
   });
   if (outcome.kind === "run") return undefined;
   gate.log.info("x402_payment_resumed", { purpose, outcome: outcome.kind });
+  if (outcome.kind === "other-key") return outcome.state === "settled" || outcome.state === "settle_failed" ? replayed() : inUseByAnotherKey();
   if (outcome.kind === "not-done") return outcome.value.response;
   if (outcome.kind === "settled" && Object.keys(settledHeaders).length === 0) {
     // Settled before the crash: its settlement says so again (the receipt went with the answer that was lost).

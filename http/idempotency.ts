@@ -120,6 +120,9 @@ export async function idempotent(
   }
   const answer = await storedAnswer(response);
   if (resumed !== undefined && storedAnswerCode(answer) === "OUTCOME_UNKNOWN") return kept === undefined ? response : await givenBack(decision.finish, kept);
+  // A resumed answer that is not kept (a paid write's payment another key's request holds, http/_x402_resume.ts)
+  // never replaces a kept answer taken back: that stays, as on a throw.
+  if (resumed !== undefined && kept !== undefined && !keepsStoredAnswer(answer)) return await givenBack(decision.finish, kept);
   await decision.finish(keepsStoredAnswer(answer) ? answer : undefined);
   // The outcome of the request a kept answer was given to, answered to its retry.
   return resumed !== undefined && kept !== undefined ? replayed(answer) : response;

@@ -309,6 +309,31 @@ describe("idempotent() of a kept 503 OUTCOME_UNKNOWN (the witness and the paid w
     expect(await sendAgain()).toEqual({ status: 200, replayed: "true" });
     expect([runs, resumes]).toEqual([2, 1]);
   });
+
+  test("a resume answering what is not kept (a paid write's payment another key's request holds: 409 PAYMENT_IN_PROGRESS) leaves the kept answer as it was", async () => {
+    const idempotency = createIdempotency({ store: fakeIdempotencyStore(), clock: fakeClock() });
+    const unknown = () => json({ error: "x", code: "OUTCOME_UNKNOWN", details: "0xab" }, 503);
+    let runs = 0;
+    const write = {
+      scope: "x402:0xpayer",
+      body: "{}",
+      resume: () => Promise.resolve(json({ error: "In use by another request", code: "PAYMENT_IN_PROGRESS" }, 409)),
+    };
+    const run = async ({ attach }: { attach?: ((noted: string) => Promise<void>) | undefined }) => {
+      runs++;
+      await attach?.("witness-write:w1");
+      return unknown();
+    };
+    const send = async () => {
+      const res = await idempotent(idempotency, new Request("http://x/v1/paid/controller-witness", { method: "POST", headers: { "idempotency-key": "k" } }), write, run);
+      return { status: res.status, replayed: res.headers.get("idempotent-replayed") };
+    };
+    expect(await send()).toEqual({ status: 503, replayed: null });
+    // Before: the 409 was answered and the key's record dropped with the kept 503, and the next retry ran the write again.
+    expect(await send()).toEqual({ status: 503, replayed: "true" });
+    expect(await send()).toEqual({ status: 503, replayed: "true" });
+    expect(runs).toBe(1);
+  });
 });
 
 describe("a write whose scope its run verifies (a paid write's payer, named by its payment header)", () => {

@@ -61,6 +61,16 @@ export type PaymentRecord = Omit<PaymentReservation, "validBefore" | "idempotenc
   readonly idempotencyRef: string | null;
 };
 
+/**
+ * Whose payment a release or a state mark is for: the `Idempotency-Key` record the row named when its request read or
+ * reserved it (null: it names none, a keyless request's or an older version's row). The row changes only while it still
+ * names that record (decisions §23 with §13): a request that reserved or found a payment and releases or marks it after
+ * its async work (a first request, or a dead one's retry) must not forget, settle or mark another key's reservation of
+ * the same authorization made in between (the row given back meanwhile and reserved again under another key; found in
+ * review). Absent: by replay key alone.
+ */
+export type PaymentOwner = { readonly idempotencyRef: string | null };
+
 /** The payer's balance the open payments are held against, and when it was read (decisions §13). */
 export type BalanceCeiling = {
   /** Atomic units of the token; open payments plus the new one must not exceed it. */
@@ -99,13 +109,15 @@ export interface PaymentLedger {
   readonly reserveWithin: (reservation: PaymentReservation, ceiling: BalanceCeiling) => Promise<BalancedReservation>;
   /**
    * Forgets a `reserved` payment whose work failed (nothing was written, nothing settled), or a `work_unknown` one whose
-   * work a retry found failed (its transaction reverted or given back); other states stay.
+   * work a retry found failed (its transaction reverted or given back); other states stay. `owner`: only while the row
+   * still names that `Idempotency-Key` record ({@link PaymentOwner}).
    */
-  readonly release: (key: string) => Promise<void>;
-  readonly worked: (key: string, workRef: string, nowMs: number) => Promise<void>;
-  readonly workUnknown: (key: string, workRef: string | null, nowMs: number) => Promise<void>;
-  readonly settled: (key: string, transaction: string, nowMs: number) => Promise<void>;
-  readonly settleFailed: (key: string, reason: string, nowMs: number) => Promise<void>;
+  readonly release: (key: string, owner?: PaymentOwner) => Promise<void>;
+  /** The states the work and the settlement give a payment; `owner`: only while the row names it ({@link PaymentOwner}). */
+  readonly worked: (key: string, workRef: string, nowMs: number, owner?: PaymentOwner) => Promise<void>;
+  readonly workUnknown: (key: string, workRef: string | null, nowMs: number, owner?: PaymentOwner) => Promise<void>;
+  readonly settled: (key: string, transaction: string, nowMs: number, owner?: PaymentOwner) => Promise<void>;
+  readonly settleFailed: (key: string, reason: string, nowMs: number, owner?: PaymentOwner) => Promise<void>;
   /**
    * Plan purchases: atomically (per account) gives the `reserved` payment `key` the period of `durationMs` that
    * starts when the account's settled paid time ends, or now when none is left, and marks it `worked`. "settling"

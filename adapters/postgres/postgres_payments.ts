@@ -1,5 +1,5 @@
 import type { SQL } from "bun";
-import type { PaidPeriod, PaymentLedger, PaymentReservation, PaymentState } from "../../ports/payments.ts";
+import type { PaidPeriod, PaymentLedger, PaymentOwner, PaymentReservation, PaymentState } from "../../ports/payments.ts";
 import { FAILED_SETTLEMENTS_SQL, PLAN_PERIODS_SELECT, placePlanPeriod, type PlanPeriodRow, settledPaidTime, storedValidBefore, toPaymentRecord, toPlanPeriodRow, withinBalance } from "../sql/payments.ts";
 
 /** Advisory lock space (two-key form) of paid-plan periods: one lock per account while a period is granted. */
@@ -11,10 +11,12 @@ const PAYER_BALANCE_LOCK = 7_240_023;
 export function createPostgresPayments(sql: SQL): PaymentLedger {
   const periodsOf = async (q: SQL, accountId: string): Promise<PlanPeriodRow[]> =>
     (await q.unsafe(PLAN_PERIODS_SELECT, [accountId]) as Record<string, unknown>[]).map(toPlanPeriodRow);
-  const update = async (key: string, state: PaymentState, fields: { ref?: string | null; tx?: string; reason?: string }, nowMs: number) => {
+  // Only while the row names the owner's record (`PaymentOwner`; `IS NOT DISTINCT FROM`: null matches a row that names none).
+  const update = async (key: string, state: PaymentState, fields: { ref?: string | null; tx?: string; reason?: string }, nowMs: number, owner?: PaymentOwner) => {
     await sql`UPDATE x402_payments SET state = ${state}, work_ref = COALESCE(${fields.ref ?? null}, work_ref),
       settlement_tx = COALESCE(${fields.tx ?? null}, settlement_tx), failure_reason = COALESCE(${fields.reason ?? null}, failure_reason),
-      updated_at_ms = ${nowMs} WHERE key = ${key}`;
+      updated_at_ms = ${nowMs} WHERE key = ${key}
+      AND (${owner !== undefined}::boolean = false OR idempotency_ref IS NOT DISTINCT FROM ${owner?.idempotencyRef ?? null}::text)`;
   };
   const insert = async (q: SQL, r: PaymentReservation): Promise<boolean> => {
     const rows = await q`INSERT INTO x402_payments (key, purpose, network, asset, payer, pay_to, amount, account_id, state, created_at_ms, updated_at_ms, valid_before, idempotency_ref)
@@ -37,13 +39,14 @@ export function createPostgresPayments(sql: SQL): PaymentLedger {
         if (!withinBalance(open.map((o) => o.amount), r.amount, ceiling.balance)) return "over_balance" as const;
         return (await insert(tx as unknown as SQL, r)) ? "reserved" as const : "known" as const;
       }),
-    async release(key) {
-      await sql`DELETE FROM x402_payments WHERE key = ${key} AND state IN ('reserved', 'work_unknown')`;
+    async release(key, owner) {
+      await sql`DELETE FROM x402_payments WHERE key = ${key} AND state IN ('reserved', 'work_unknown')
+        AND (${owner !== undefined}::boolean = false OR idempotency_ref IS NOT DISTINCT FROM ${owner?.idempotencyRef ?? null}::text)`;
     },
-    worked: (key, ref, nowMs) => update(key, "worked", { ref }, nowMs),
-    workUnknown: (key, ref, nowMs) => update(key, "work_unknown", { ref }, nowMs),
-    settled: (key, tx, nowMs) => update(key, "settled", { tx }, nowMs),
-    settleFailed: (key, reason, nowMs) => update(key, "settle_failed", { reason }, nowMs),
+    worked: (key, ref, nowMs, owner) => update(key, "worked", { ref }, nowMs, owner),
+    workUnknown: (key, ref, nowMs, owner) => update(key, "work_unknown", { ref }, nowMs, owner),
+    settled: (key, tx, nowMs, owner) => update(key, "settled", { tx }, nowMs, owner),
+    settleFailed: (key, reason, nowMs, owner) => update(key, "settle_failed", { reason }, nowMs, owner),
     grantPeriod: (key, accountId, durationMs, nowMs) =>
       sql.begin(async (tx) => {
         await tx`SELECT pg_advisory_xact_lock(${PLAN_PERIOD_LOCK}, hashtext(${accountId}))`;

@@ -1,5 +1,5 @@
 import type { Database } from "bun:sqlite";
-import type { BalanceCeiling, BalancedReservation, PaidPeriod, PaymentLedger, PaymentReservation, PaymentState } from "../../ports/payments.ts";
+import type { BalanceCeiling, BalancedReservation, PaidPeriod, PaymentLedger, PaymentOwner, PaymentReservation, PaymentState } from "../../ports/payments.ts";
 import { applyTableGroup } from "./sqlite_database.ts";
 import { SQLITE_WORDS } from "../sql/schema.ts";
 import { FAILED_SETTLEMENTS_SQL, paymentTables, PLAN_PERIODS_SELECT, placePlanPeriod, type PlanPeriodRow, settledPaidTime, storedValidBefore, toPaymentRecord, toPlanPeriodRow, withinBalance } from "../sql/payments.ts";
@@ -33,10 +33,15 @@ export function createSqlitePayments(db: Database): PaymentLedger {
     if (!withinBalance(open.map((o) => o.amount), r.amount, ceiling.balance)) return "over_balance";
     return insertReservation(r).changes === 1 ? "reserved" : "known";
   });
+  // ?7 = 1: only while the row names the record ?8 (`PaymentOwner`; `IS`: null matches a row that names none).
   const setState = db.query(
     `UPDATE x402_payments SET state = ?2, work_ref = COALESCE(?3, work_ref), settlement_tx = COALESCE(?4, settlement_tx),
-       failure_reason = COALESCE(?5, failure_reason), updated_at_ms = ?6 WHERE key = ?1`,
+       failure_reason = COALESCE(?5, failure_reason), updated_at_ms = ?6 WHERE key = ?1 AND (?7 = 0 OR idempotency_ref IS ?8)`,
   );
+  const releaseRow = db.query(
+    "DELETE FROM x402_payments WHERE key = ?1 AND state IN ('reserved', 'work_unknown') AND (?2 = 0 OR idempotency_ref IS ?3)",
+  );
+  const ownerOf = (owner: PaymentOwner | undefined): [number, string | null] => (owner === undefined ? [0, null] : [1, owner.idempotencyRef]);
   const planRows = db.query<Record<string, unknown>, [string]>(PLAN_PERIODS_SELECT.replace("$1", "?1"));
   const periodsOf = (accountId: string): PlanPeriodRow[] => planRows.all(accountId).map(toPlanPeriodRow);
   const grant = db.transaction((key: string, accountId: string, durationMs: number, nowMs: number): PaidPeriod | "settling" => {
@@ -48,8 +53,8 @@ export function createSqlitePayments(db: Database): PaymentLedger {
     ).run(key, accountId, period.startMs, period.endMs, new Date(period.endMs).toISOString(), nowMs);
     return period;
   });
-  const update = (key: string, state: PaymentState, fields: { ref?: string | null; tx?: string; reason?: string }, nowMs: number) => {
-    setState.run(key, state, fields.ref ?? null, fields.tx ?? null, fields.reason ?? null, nowMs);
+  const update = (key: string, state: PaymentState, fields: { ref?: string | null; tx?: string; reason?: string }, nowMs: number, owner?: PaymentOwner) => {
+    setState.run(key, state, fields.ref ?? null, fields.tx ?? null, fields.reason ?? null, nowMs, ...ownerOf(owner));
     return Promise.resolve();
   };
   return {
@@ -57,14 +62,14 @@ export function createSqlitePayments(db: Database): PaymentLedger {
       return Promise.resolve(insertReservation(r).changes === 1);
     },
     reserveWithin: (r, ceiling) => Promise.resolve(reserveWithin.immediate(r, ceiling)),
-    release(key) {
-      db.query("DELETE FROM x402_payments WHERE key = ? AND state IN ('reserved', 'work_unknown')").run(key);
+    release(key, owner) {
+      releaseRow.run(key, ...ownerOf(owner));
       return Promise.resolve();
     },
-    worked: (key, ref, nowMs) => update(key, "worked", { ref }, nowMs),
-    workUnknown: (key, ref, nowMs) => update(key, "work_unknown", { ref }, nowMs),
-    settled: (key, tx, nowMs) => update(key, "settled", { tx }, nowMs),
-    settleFailed: (key, reason, nowMs) => update(key, "settle_failed", { reason }, nowMs),
+    worked: (key, ref, nowMs, owner) => update(key, "worked", { ref }, nowMs, owner),
+    workUnknown: (key, ref, nowMs, owner) => update(key, "work_unknown", { ref }, nowMs, owner),
+    settled: (key, tx, nowMs, owner) => update(key, "settled", { tx }, nowMs, owner),
+    settleFailed: (key, reason, nowMs, owner) => update(key, "settle_failed", { reason }, nowMs, owner),
     grantPeriod: (key, accountId, durationMs, nowMs) => Promise.resolve(grant.immediate(key, accountId, durationMs, nowMs)),
     paidPeriod: (accountId, nowMs) => Promise.resolve(settledPaidTime(periodsOf(accountId), nowMs)),
     find(key) {

@@ -161,4 +161,49 @@ export function paymentsContract(open: () => Promise<Storage>) {
     expect(await payments.reserve({ ...reservation(keyed), idempotencyRef: "cd".repeat(32) })).toBe(false);
     expect((await payments.find(keyed))?.idempotencyRef).toBe(ref);
   });
+
+  test("payments: a release or a state mark for one Idempotency-Key record leaves another key's reservation of the same authorization alone; null is a row that names none", async () => {
+    const { payments } = await open();
+    const reservation = (k: string, idempotencyRef: string | null) => ({
+      key: k, purpose: "witness" as const, network: "eip155:31337", asset: "0xtoken", payer: "0xpayer", payTo: "0xpayto",
+      amount: "10000", accountId: null, createdAtMs: T0, validBefore: T0 / 1000 + 300, idempotencyRef,
+    });
+    const [k1, k2] = ["01".repeat(32), "02".repeat(32)];
+    const key = fresh("eip155:31337:0xtoken:0xtwokeys");
+    // K1's request found its payment; meanwhile it was given back and K2 reserved the same authorization.
+    expect(await payments.reserve(reservation(key, k2))).toBe(true);
+    const k2s = await payments.find(key);
+    await payments.release(key, { idempotencyRef: k1 });
+    await payments.release(key, { idempotencyRef: null });
+    await payments.workUnknown(key, "0xk1", T0 + 1, { idempotencyRef: k1 });
+    await payments.worked(key, "0xk1", T0 + 2, { idempotencyRef: null });
+    await payments.settled(key, "0xs1", T0 + 3, { idempotencyRef: k1 });
+    await payments.settleFailed(key, "transaction_failed", T0 + 4, { idempotencyRef: k1 });
+    expect(await payments.find(key)).toEqual(k2s);
+    // K2's own marks and release go through.
+    await payments.workUnknown(key, "0xk2", T0 + 5, { idempotencyRef: k2 });
+    expect(await payments.find(key)).toMatchObject({ state: "work_unknown", workRef: "0xk2", idempotencyRef: k2 });
+    await payments.release(key, { idempotencyRef: k2 });
+    expect(await payments.find(key)).toBeUndefined();
+    expect(await payments.reserve(reservation(key, k2))).toBe(true);
+    await payments.worked(key, "0xk2", T0 + 6, { idempotencyRef: k2 });
+    await payments.settled(key, "0xs2", T0 + 7, { idempotencyRef: k2 });
+    expect(await payments.find(key)).toMatchObject({ state: "settled", workRef: "0xk2", settlementTx: "0xs2" });
+    // A row that names no record (keyless, or an older version's) is its owner's as null, and not any record's.
+    const bare = fresh("eip155:31337:0xtoken:0xbare2");
+    await payments.reserve(reservation(bare, null));
+    await payments.release(bare, { idempotencyRef: k1 });
+    await payments.worked(bare, "0xk1", T0 + 1, { idempotencyRef: k1 });
+    expect(await payments.find(bare)).toMatchObject({ state: "reserved", workRef: null });
+    await payments.worked(bare, "0xw", T0 + 2, { idempotencyRef: null });
+    expect(await payments.find(bare)).toMatchObject({ state: "worked", workRef: "0xw" });
+    const bare2 = fresh("eip155:31337:0xtoken:0xbare3");
+    await payments.reserve(reservation(bare2, null));
+    await payments.release(bare2, { idempotencyRef: null });
+    expect(await payments.find(bare2)).toBeUndefined();
+    // No owner given: by replay key alone, as before.
+    expect(await payments.reserve(reservation(bare2, k2))).toBe(true);
+    await payments.release(bare2);
+    expect(await payments.find(bare2)).toBeUndefined();
+  });
 }

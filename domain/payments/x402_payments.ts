@@ -15,7 +15,7 @@
  */
 import type { Clock } from "../../ports/clock.ts";
 import type { Metrics } from "../../ports/metrics.ts";
-import type { PaidPeriod, PayerBalances, PaymentLedger, PaymentPurpose, PaymentReservation } from "../../ports/payments.ts";
+import type { PaidPeriod, PayerBalances, PaymentLedger, PaymentOwner, PaymentPurpose, PaymentReservation, PaymentState } from "../../ports/payments.ts";
 import type { Account } from "../../ports/accounts.ts";
 
 /** The fields of an EIP-3009 `exact` payment the service reads (the facilitator checked the signature over them). */
@@ -165,14 +165,16 @@ export function createPaidCall(deps: PaidCallDeps) {
       count(purpose, "replayed");
       return { kind: "replayed" };
     }
+    // Its release and marks after the work touch this reservation only (`PaymentOwner`), never another key's made since.
+    const owner: PaymentOwner = { idempotencyRef: reservation.idempotencyRef ?? null };
     let done: PaidWork<T>;
     try {
       done = await work();
     } catch (error) {
-      await deps.payments.release(key);
+      await deps.payments.release(key, owner);
       throw error;
     }
-    return await afterWork(deps, { key, purpose }, done, settle);
+    return await afterWork(deps, { key, purpose, owner }, done, settle);
   };
 }
 
@@ -182,23 +184,23 @@ export function createPaidCall(deps: PaidCallDeps) {
  */
 async function afterWork<T>(
   deps: PaidCallDeps,
-  payment: { readonly key: string; readonly purpose: PaymentPurpose },
+  payment: { readonly key: string; readonly purpose: PaymentPurpose; readonly owner: PaymentOwner },
   done: PaidWork<T>,
   settle: () => Promise<Settlement>,
 ): Promise<Exclude<PaidCallOutcome<T>, { readonly kind: "replayed" | "in-progress" }>> {
-  const { key, purpose } = payment;
+  const { key, purpose, owner } = payment;
   const count = (outcome: string) => deps.metrics?.increment("ats_x402_payments_total", { purpose, outcome });
   if (!done.done) {
     if (done.unknown === true) {
-      await deps.payments.workUnknown(key, done.ref ?? null, deps.clock.nowMs());
+      await deps.payments.workUnknown(key, done.ref ?? null, deps.clock.nowMs(), owner);
       count("work_unknown");
     } else {
-      await deps.payments.release(key);
+      await deps.payments.release(key, owner);
       count("work_failed");
     }
     return { kind: "not-done", value: done.value };
   }
-  await deps.payments.worked(key, done.ref, deps.clock.nowMs());
+  await deps.payments.worked(key, done.ref, deps.clock.nowMs(), owner);
   let settlement: Settlement;
   try {
     settlement = await settle();
@@ -206,12 +208,12 @@ async function afterWork<T>(
     settlement = { ok: false, reason: "facilitator_unavailable" };
   }
   if (!settlement.ok) {
-    await deps.payments.settleFailed(key, settlement.reason, deps.clock.nowMs());
+    await deps.payments.settleFailed(key, settlement.reason, deps.clock.nowMs(), owner);
     count("settle_failed");
     deps.metrics?.increment("ats_x402_settlement_failures_total", { purpose });
     return { kind: "unsettled", value: done.value, reason: settlement.reason };
   }
-  await deps.payments.settled(key, settlement.transaction, deps.clock.nowMs());
+  await deps.payments.settled(key, settlement.transaction, deps.clock.nowMs(), owner);
   count("settled");
   return { kind: "settled", value: done.value, transaction: settlement.transaction };
 }
@@ -219,8 +221,14 @@ async function afterWork<T>(
 /** The paid call use case. */
 export type PaidCall = ReturnType<typeof createPaidCall>;
 
-/** What resuming a paid call found: the payment is not this request's to resume (run it afresh), or the call's outcome. */
-export type PaidResumeOutcome<T> = { readonly kind: "run" } | Exclude<PaidCallOutcome<T>, { readonly kind: "replayed" | "in-progress" }>;
+/**
+ * What resuming a paid call found: no payment of this request's (run it afresh), the payment reserved by another
+ * `Idempotency-Key` record (`other-key`, with that payment's state; nothing of it read or touched), or the call's outcome.
+ */
+export type PaidResumeOutcome<T> =
+  | { readonly kind: "run" }
+  | { readonly kind: "other-key"; readonly state: PaymentState }
+  | Exclude<PaidCallOutcome<T>, { readonly kind: "replayed" | "in-progress" }>;
 
 /**
  * Resumes a paid call whose request died (a crash) under its `Idempotency-Key` (decisions §23 with §13), for the retry
@@ -247,12 +255,17 @@ export type PaidResumeOutcome<T> = { readonly kind: "run" } | Exclude<PaidCallOu
  * domain/idempotency `idempotencyRecordRef`): one authorization may be sent under two keys, and once the first request
  * gave its payment back (its write failed, and it died before its answer was kept), the second may have reserved it
  * under its own key. Such a payment is not this request's to resume: nothing is read, released or settled, and the
- * request runs afresh, meeting the payment in use as any other request does (409 `PAYMENT_ALREADY_USED`). Before, the
- * retry took it for its own: finding its own write had written nothing, it released the other key's live
- * reservation and ran again, reserving the authorization a second time (two writes for one payment, the second
- * settlement failing: a free write); or it settled the other key's payment for its own write, or marked it
- * `work_unknown` or forgot it. A payment that names no record was reserved by a version before the column, during a
- * rolling restart: it is taken as the dead request's when payer and purpose match, as it was then.
+ * outcome is `other-key` with its state, for the caller to answer: while that payment is open (`reserved`, `worked`,
+ * `work_unknown`) its request may yet give it back, and this one is answered without keeping anything under its key
+ * (http/_x402_resume.ts); once settled or failed to settle, the payment is used. Before, the retry took it for its own:
+ * finding its own write had written nothing, it released the other key's live reservation and ran again, reserving the
+ * authorization a second time (two writes for one payment, the second settlement failing: a free write); or it
+ * settled the other key's payment for its own write, or marked it `work_unknown` or forgot it. A payment that names no
+ * record was reserved by a version before the column, during a rolling restart: it is taken as the dead request's when
+ * payer and purpose match, as it was then.
+ *
+ * Its release and marks name the record the payment named when found (`PaymentOwner`): the read of the work is
+ * async, and a payment given back meanwhile and reserved again under another key is left alone (found in review).
  */
 export function createPaidResume(deps: PaidCallDeps) {
   return async function paidResume<T>(
@@ -269,10 +282,11 @@ export function createPaidResume(deps: PaidCallDeps) {
     const record = await deps.payments.find(payment.key);
     if (record === undefined || record.payer !== payment.payer.toLowerCase() || record.purpose !== payment.purpose) return { kind: "run" };
     // Another key's reservation of the same authorization (see above); a row with none recorded is an older version's.
-    if (record.idempotencyRef !== null && record.idempotencyRef !== payment.idempotencyRef) return { kind: "run" };
+    if (record.idempotencyRef !== null && record.idempotencyRef !== payment.idempotencyRef) return { kind: "other-key", state: record.state };
+    const owner: PaymentOwner = { idempotencyRef: record.idempotencyRef };
     const done = await work();
     if (done === undefined) {
-      if (record.state === "reserved" || record.state === "work_unknown") await deps.payments.release(payment.key);
+      if (record.state === "reserved" || record.state === "work_unknown") await deps.payments.release(payment.key, owner);
       return { kind: "run" };
     }
     // Work not done never answers a settlement: a payment under the key that was worked, settled or failed to settle
@@ -282,7 +296,7 @@ export function createPaidResume(deps: PaidCallDeps) {
     if (record.state === "settled") return { kind: "settled", value: done.value, transaction: record.settlementTx ?? "" };
     if (record.state === "settle_failed") return { kind: "unsettled", value: done.value, reason: record.failureReason ?? "invalid_payment" };
     deps.metrics?.increment("ats_x402_payments_total", { purpose: payment.purpose, outcome: "resumed" });
-    return await afterWork(deps, payment, done, settle);
+    return await afterWork(deps, { key: payment.key, purpose: payment.purpose, owner }, done, settle);
   };
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { Account } from "../../ports/accounts.ts";
-import type { PaidPeriod, PaymentLedger, PaymentRecord, PaymentReservation } from "../../ports/payments.ts";
+import type { PaidPeriod, PaymentLedger, PaymentOwner, PaymentRecord, PaymentReservation } from "../../ports/payments.ts";
 import {
   expiresTooSoon,
   createPaidCall,
@@ -16,9 +16,11 @@ import {
 /** A hand-written ledger: records in a map, periods granted after the account's last one. */
 function fakePayments(): PaymentLedger & { rows: Map<string, PaymentRecord> } {
   const rows = new Map<string, PaymentRecord>();
-  const set = (key: string, patch: Partial<PaymentRecord>) => {
+  // As the stores: an owner given, only a row that names its record (null: names none) is touched.
+  const owns = (row: PaymentRecord | undefined, owner?: PaymentOwner) => row !== undefined && (owner === undefined || row.idempotencyRef === owner.idempotencyRef);
+  const set = (key: string, patch: Partial<PaymentRecord>, owner?: PaymentOwner) => {
     const row = rows.get(key);
-    if (row) rows.set(key, { ...row, ...patch });
+    if (owns(row, owner)) rows.set(key, { ...row!, ...patch });
     return Promise.resolve();
   };
   const insert = (r: PaymentReservation) =>
@@ -39,15 +41,15 @@ function fakePayments(): PaymentLedger & { rows: Map<string, PaymentRecord> } {
       insert(r);
       return Promise.resolve("reserved" as const);
     },
-    release(key) {
+    release(key, owner) {
       const state = rows.get(key)?.state;
-      if (state === "reserved" || state === "work_unknown") rows.delete(key);
+      if ((state === "reserved" || state === "work_unknown") && owns(rows.get(key), owner)) rows.delete(key);
       return Promise.resolve();
     },
-    worked: (key, workRef, updatedAtMs) => set(key, { state: "worked", workRef, updatedAtMs }),
-    workUnknown: (key, workRef, updatedAtMs) => set(key, { state: "work_unknown", workRef, updatedAtMs }),
-    settled: (key, settlementTx, updatedAtMs) => set(key, { state: "settled", settlementTx, updatedAtMs }),
-    settleFailed: (key, failureReason, updatedAtMs) => set(key, { state: "settle_failed", failureReason, updatedAtMs }),
+    worked: (key, workRef, updatedAtMs, owner) => set(key, { state: "worked", workRef, updatedAtMs }, owner),
+    workUnknown: (key, workRef, updatedAtMs, owner) => set(key, { state: "work_unknown", workRef, updatedAtMs }, owner),
+    settled: (key, settlementTx, updatedAtMs, owner) => set(key, { state: "settled", settlementTx, updatedAtMs }, owner),
+    settleFailed: (key, failureReason, updatedAtMs, owner) => set(key, { state: "settle_failed", failureReason, updatedAtMs }, owner),
     async grantPeriod(key, accountId, durationMs, nowMs) {
       const period = { startMs: nowMs, endMs: nowMs + durationMs };
       await set(key, { state: "worked", accountId, periodStartMs: period.startMs, periodEndMs: period.endMs });
@@ -134,6 +136,32 @@ describe("createPaidCall()", () => {
     expect(thrown).toEqual({ kind: "unsettled", value: "w2", reason: "facilitator_unavailable" });
     expect(payments.rows.get("k2")).toMatchObject({ state: "settle_failed", workRef: "0x2", failureReason: "facilitator_unavailable" });
     expect(counted.filter((c) => c.startsWith("ats_x402_settlement_failures_total"))).toHaveLength(2);
+  });
+});
+
+describe("createPaidCall() whose payment is taken by another Idempotency-Key's request during its work (decisions §23 with §13; found in review)", () => {
+  test("its release and marks after the work name its own record: another key's reservation made meanwhile stays as it is", async () => {
+    const works = [
+      () => Promise.resolve({ done: false as const, value: "500" }),
+      () => Promise.resolve({ done: false as const, value: "503", unknown: true, ref: "0xmine" }),
+      () => Promise.resolve({ done: true as const, value: "written", ref: "0xmine" }),
+      () => Promise.reject(new Error("bug")),
+    ];
+    for (const idempotencyRef of ["k1", null]) {
+      for (const outcome of works) {
+        const payments = fakePayments();
+        const paid = createPaidCall({ payments, clock });
+        let k2s: PaymentRecord | undefined;
+        await paid({ ...reservation(), idempotencyRef }, async () => {
+          // Meanwhile its row is given back (a retry of its key holding it dead) and K2's request reserves it.
+          payments.rows.delete(reservation().key);
+          await payments.reserve({ ...reservation(), createdAtMs: 2, idempotencyRef: "k2" });
+          k2s = payments.rows.get(reservation().key);
+          return await outcome();
+        }, () => Promise.resolve({ ok: true as const, transaction: "0xsettle" })).catch(() => undefined);
+        expect(payments.rows.get(reservation().key)).toEqual(k2s);
+      }
+    }
   });
 });
 
@@ -414,22 +442,40 @@ describe("createPaidResume() of a payment another Idempotency-Key's request rese
     { done: false as const, value: "503", unknown: true, ref: "0xmine" },
   ];
 
-  test("K1's retry runs afresh whatever its own write came to: K2's payment neither read for it, released, marked nor settled", async () => {
+  test("K1's retry is told the payment is another key's, with its state, whatever its own write came to: K2's payment neither read for it, released, marked nor settled", async () => {
     for (const state of ["reserved", "worked", "settled", "settle_failed", "work_unknown"] as const) {
       for (const done of outcomes) {
         const { payments, resume } = await reservedBy("k2", state);
         const before = payments.rows.get(payment.key);
         let reads = 0;
         // Before: `reserved` released (K1 ran again and reserved it anew: two writes for one payment), or settled for
-        // K1's write, or marked `work_unknown`; `work_unknown` forgotten while K2's write may land.
-        expect(await resume(payment, () => (reads++, Promise.resolve(done)), never)).toEqual({ kind: "run" });
+        // K1's write, or marked `work_unknown`; `work_unknown` forgotten while K2's write may land. Then `run`, which
+        // kept K2's live payment's 409 PAYMENT_ALREADY_USED under K1 (http/_x402_resume.ts answers by the state now).
+        expect(await resume(payment, () => (reads++, Promise.resolve(done)), never)).toEqual({ kind: "other-key", state });
         expect([reads, payments.rows.get(payment.key)]).toEqual([0, before]);
       }
     }
     // A retry that names no record of its own takes none either.
     const { payments, resume } = await reservedBy("k2", "reserved");
-    expect(await resume({ ...payment, idempotencyRef: undefined }, () => Promise.resolve(undefined), never)).toEqual({ kind: "run" });
+    expect(await resume({ ...payment, idempotencyRef: undefined }, () => Promise.resolve(undefined), never)).toEqual({ kind: "other-key", state: "reserved" });
     expect(payments.rows.get(payment.key)?.state).toBe("reserved");
+  });
+
+  test("its own payment given back and reserved under K2 while its work is read: its release and marks leave K2's reservation alone (found in review)", async () => {
+    for (const [idempotencyRef, done] of [["k1", undefined], ["k1", outcomes[1]], ["k1", outcomes[2]], ["k1", outcomes[3]], [null, undefined], [null, outcomes[2]]] as const) {
+      const { payments, resume } = await reservedBy(idempotencyRef, "reserved");
+      let k2s: PaymentRecord | undefined;
+      const swapped = async () => {
+        // Meanwhile (the read is async): the row given back, and K2's request reserves the same authorization.
+        payments.rows.delete(payment.key);
+        await payments.reserve({ ...reservation(), createdAtMs: 1, idempotencyRef: "k2" });
+        k2s = payments.rows.get(payment.key);
+        return done;
+      };
+      // Before: released by key alone (K2's live reservation forgotten: a second write for one payment), or marked.
+      await resume(payment, swapped, () => Promise.resolve({ ok: true, transaction: "0xsettle" }));
+      expect(payments.rows.get(payment.key)).toEqual(k2s);
+    }
   });
 
   test("its own record's payment is resumed as before; one that names no record (an older version's, a rolling restart) too", async () => {

@@ -392,8 +392,9 @@ async function twoKeysSetUp() {
     },
   });
   const header = await testPaymentHeader(gate, "http://localhost/v1/paid/controller-witness");
-  // How each run goes: `refused` (the chain refused the write: given back, nothing written), `held` (waits for `go`).
-  const plans: ("refused" | "held" | "written")[] = [];
+  // How each run goes: `refused` (the chain refused the write: given back, nothing written), `held` (waits for `go`,
+  // then written), `held-refused` (waits for `go`, then refused).
+  const plans: ("refused" | "held" | "held-refused" | "written")[] = [];
   let go: () => void = () => {};
   let holding: () => void = () => {};
   let runs = 0;
@@ -403,15 +404,15 @@ async function twoKeysSetUp() {
     const plan = plans.shift() ?? "written";
     await ledger.reserve({ id, accountId: ACCOUNT.id, year: 2027, fingerprint: "f", createdAtMs: clock.nowMs() }, 10);
     await options.onReserved?.(`witness-write:${id}`);
-    if (plan === "refused") {
-      await ledger.release(id, clock.nowMs(), "unsent");
-      return { result: { ok: false, code: "SUBMISSION_FAILED", message: "The chain refused the witness transaction; nothing was written or charged" }, deprecated: false, deprecation: undefined };
-    }
-    if (plan === "held") {
+    if (plan === "held" || plan === "held-refused") {
       await new Promise<void>((resolve) => {
         go = resolve;
         holding();
       });
+    }
+    if (plan === "refused" || plan === "held-refused") {
+      await ledger.release(id, clock.nowMs(), "unsent");
+      return { result: { ok: false, code: "SUBMISSION_FAILED", message: "The chain refused the witness transaction; nothing was written or charged" }, deprecated: false, deprecation: undefined };
     }
     const tx = await signedWitness(run);
     await ledger.markSigned(id, tx, clock.nowMs());
@@ -433,9 +434,9 @@ async function twoKeysSetUp() {
     void post(key);
     await there;
   };
-  /** K2's request, held in its witness (its payment reserved) until `release()` lets it finish. */
-  const working = async (key: string) => {
-    plans.push("held");
+  /** K2's request, held in its witness (its payment reserved) until `release()` lets it finish: written, or refused. */
+  const working = async (key: string, then: "written" | "refused" = "written") => {
+    plans.push(then === "written" ? "held" : "held-refused");
     const there = new Promise<void>((resolve) => (holding = resolve));
     const answer = post(key);
     await there;
@@ -446,7 +447,9 @@ async function twoKeysSetUp() {
 }
 
 describe("a paid witness whose dead request's retry meets its payment reserved under another Idempotency-Key (decisions §23 with §13)", () => {
-  test("the retry leaves the other key's reservation alone and is 409 PAYMENT_ALREADY_USED; one witness, one settlement", async () => {
+  const codeOf = async (answer: Response) => [answer.status, (await answer.json() as { code: string }).code, answer.headers.get("idempotent-replayed")];
+
+  test("while the other key's payment is open the retry is 409 PAYMENT_IN_PROGRESS, not kept, the other key's reservation untouched; one witness, one settlement", async () => {
     const { clock, ledger, post, diedAfterGivingBack, working, record, facilitator, runs } = await twoKeysSetUp();
     await diedAfterGivingBack("k1");
     expect(await record()).toBeUndefined();
@@ -455,11 +458,16 @@ describe("a paid witness whose dead request's retry meets its payment reserved u
     const k2 = await working("k2");
     const reserved = await record();
     expect(reserved?.state).toBe("reserved");
-    // K1's retry takes K1 over. Before: it released K2's reservation, ran its witness again and settled the payment.
-    const retried = await post("k1");
-    expect([retried.status, (await retried.json() as { code: string }).code]).toEqual([409, "PAYMENT_ALREADY_USED"]);
+    // K1's retry takes K1 over. Before: it released K2's reservation, ran its witness again and settled the payment;
+    // then (the first fix) it was 409 PAYMENT_ALREADY_USED kept under K1 for 24 hours while K2 could still give it back.
+    expect(await codeOf(await post("k1"))).toEqual([409, "PAYMENT_IN_PROGRESS", null]);
     expect(await record()).toEqual(reserved);
     expect([runs(), facilitator.settlements]).toEqual([2, 0]);
+    // Not kept, and K1's record given back: its next retry is a new request, which meets the payment in flight at the
+    // gate's replay check before its key is taken (409 PAYMENT_ALREADY_USED, kept for no key, as a fresh key's would).
+    expect(await codeOf(await post("k1"))).toEqual([409, "PAYMENT_ALREADY_USED", null]);
+    expect(await codeOf(await post("k1"))).toEqual([409, "PAYMENT_ALREADY_USED", null]);
+    expect(await record()).toEqual(reserved);
     // K2's request finishes as it would have: its witness written, its payment settled once.
     k2.release();
     const answered = await k2.answer;
@@ -468,8 +476,46 @@ describe("a paid witness whose dead request's retry meets its payment reserved u
     expect([runs(), facilitator.settlements]).toEqual([2, 1]);
     expect([...ledger.writes.values()].map((w) => [w.id, w.state])).toEqual([["w1", "released"], ["w2", "committed"]]);
     expect(await record()).toMatchObject({ state: "settled", workRef: ledger.writes.get("w2")!.txHash });
-    // K1's answer is kept: its retries are told the same, nothing run.
+    // Now the payment is used: K1's retry is told so, nothing run.
+    expect(await codeOf(await post("k1"))).toEqual([409, "PAYMENT_ALREADY_USED", null]);
+    expect(runs()).toBe(2);
+  });
+
+  test("K2 fails: its payment given back, K1's retry runs and is written and settled (200), then kept", async () => {
+    const { clock, ledger, post, diedAfterGivingBack, working, record, facilitator, runs } = await twoKeysSetUp();
+    await diedAfterGivingBack("k1");
+    clock.set(clock.nowMs() + IDEMPOTENCY_LEASE_MS + 1);
+    const k2 = await working("k2", "refused");
+    // Before: this 409 PAYMENT_ALREADY_USED was kept under K1, and replayed after K2 gave the payment back, while the
+    // same payment under a fresh key went through.
+    expect(await codeOf(await post("k1"))).toEqual([409, "PAYMENT_IN_PROGRESS", null]);
+    k2.release();
+    const failed = await k2.answer;
+    expect([failed.status, (await failed.json() as { code: string }).code]).toEqual([500, "SUBMISSION_FAILED"]);
+    expect(await record()).toBeUndefined();
+    const retried = await post("k1");
+    expect(retried.status).toBe(200);
+    expect(retried.headers.get("idempotent-replayed")).toBeNull();
+    expect(decodePaymentResponseHeader(retried.headers.get("payment-response")!)).toMatchObject({ success: true });
+    expect([runs(), facilitator.settlements]).toEqual([3, 1]);
+    expect([...ledger.writes.values()].map((w) => [w.id, w.state])).toEqual([["w1", "released"], ["w2", "released"], ["w3", "committed"]]);
+    expect(await record()).toMatchObject({ state: "settled", workRef: ledger.writes.get("w3")!.txHash });
+    // K1's answer is kept now: its retries are told the same, nothing run or charged again.
     const again = await post("k1");
-    expect([again.status, again.headers.get("idempotent-replayed"), runs()]).toEqual([409, "true", 2]);
+    expect([again.status, again.headers.get("idempotent-replayed"), runs(), facilitator.settlements]).toEqual([200, "true", 3, 1]);
+  });
+
+  test("the other key's payment already settled when K1's retry comes: 409 PAYMENT_ALREADY_USED, kept under K1", async () => {
+    const { clock, post, diedAfterGivingBack, working, record, facilitator, runs } = await twoKeysSetUp();
+    await diedAfterGivingBack("k1");
+    clock.set(clock.nowMs() + IDEMPOTENCY_LEASE_MS + 1);
+    const k2 = await working("k2");
+    k2.release();
+    expect((await k2.answer).status).toBe(200);
+    const settled = await record();
+    expect(settled?.state).toBe("settled");
+    expect(await codeOf(await post("k1"))).toEqual([409, "PAYMENT_ALREADY_USED", null]);
+    expect(await codeOf(await post("k1"))).toEqual([409, "PAYMENT_ALREADY_USED", "true"]);
+    expect([runs(), facilitator.settlements, await record()]).toEqual([2, 1, settled]);
   });
 });

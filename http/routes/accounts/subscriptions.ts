@@ -49,7 +49,8 @@ export function subscriptionRoutes(deps: SubscriptionRoutesDeps) {
       const account = auth.caller.account;
       try {
         // A purchase retried after a lost answer gets that answer, never a second year (decisions §23).
-        return await idempotent(deps.idempotency, request, { scope: `account:${account.id}`, body }, () => deps.gate.handle(request, "plan", async ({ key }) => {
+        // Its payment records the key's record (`keyRef`), as every paid write's does (docs/x402.md).
+        return await idempotent(deps.idempotency, request, { scope: `account:${account.id}`, body }, ({ keyRef }) => deps.gate.handle(request, "plan", async ({ key }) => {
           const nowMs = deps.clock.nowMs();
           const period = await deps.payments.grantPeriod(key, account.id, PAID_PLAN_YEAR_MS, nowMs);
           if (period === "settling") {
@@ -66,7 +67,7 @@ export function subscriptionRoutes(deps: SubscriptionRoutesDeps) {
             response: json({ subscription, purchased: { periodStart: new Date(period.startMs).toISOString(), periodEnd: new Date(period.endMs).toISOString() } }),
             ref: new Date(period.endMs).toISOString(),
           };
-        }, { accountId: account.id }));
+        }, { accountId: account.id, keyRef }));
       } catch (error) {
         deps.log.error("x402_plan_error", { error: error instanceof Error ? error.message : String(error) });
         return json(errorBody("INTERNAL_ERROR", "Internal error"), 500);
