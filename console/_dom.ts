@@ -70,6 +70,14 @@ export async function writtenThenRefreshed(done: string, refresh: () => Promise<
   }
 }
 
+/** What the page does when the service says the session has ended (set by the Account panel). */
+let sessionEnded: ((error: unknown) => void) | undefined;
+
+/** Sets what the page does when an action's answer is 401 `UNAUTHENTICATED`: the session it showed is gone. */
+export function whenSessionEnds(handler: (error: unknown) => void): void {
+  sessionEnded = handler;
+}
+
 /** Runs a form's work with its submit button disabled and the status line kept up to date. */
 export async function busy(form: HTMLFormElement | null, statusId: string, progress: string, work: () => Promise<string | Warning | void>): Promise<void> {
   const buttons = form ? Array.from(form.querySelectorAll("button")) : [];
@@ -81,6 +89,8 @@ export async function busy(form: HTMLFormElement | null, statusId: string, progr
     else setStatus(statusId, done ? "ok" : "", done ?? "");
   } catch (error) {
     setStatus(statusId, "error", describeError(error));
+    // The service's own 401 (not the page's "Sign in with a wallet first", which has no status).
+    if (error instanceof AtsClientError && error.code === "UNAUTHENTICATED" && error.status === 401) sessionEnded?.(error);
   } finally {
     for (const button of buttons) button.disabled = false;
   }

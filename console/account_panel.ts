@@ -1,9 +1,9 @@
 /** The "Account" panel: wallet sign-in, usage, subjects, API clients, authorised applications, the witness and a review. */
 import { addSubject, type AnnouncedWallet, AtsClientError, createApiClient, deleteApiClient, fetchAccount, listApiClients, listAuthorizations, listSubjects, removeSubject, revokeAuthorization, requestWalletAddress, requestWitness, signInWithEthereum, signOutSession, verifySubjectOwnership, walletSigner, watchWallets, writeReview } from "../client/mod.ts";
 import { walletDid, needSigner, currentSigner, setSigner, setSessionWallet } from "./_session.ts";
-import { refreshKeys } from "./keys_panel.ts";
-import { refreshWebhooks } from "./webhooks_panel.ts";
-import { h, byId, CHAIN_ID, api, setStatus, describeError, busy, copyButton, writtenThenRefreshed, siteOf } from "./_dom.ts";
+import { forgetKeys, refreshKeys } from "./keys_panel.ts";
+import { forgetWebhooks, forgetWebhookSecret, refreshWebhooks } from "./webhooks_panel.ts";
+import { h, byId, CHAIN_ID, api, setStatus, describeError, busy, copyButton, writtenThenRefreshed, siteOf, whenSessionEnds } from "./_dom.ts";
 
 function renderWallets(wallets: readonly AnnouncedWallet[]): void {
   const list = byId("wallet-list");
@@ -40,8 +40,39 @@ async function signIn(wallet: AnnouncedWallet): Promise<void> {
 /** What the signed-in account's plan may write (from its last read); a review it may not is refused before signing. */
 let eligibleSchemas: readonly string[] = ["*"];
 
+/** The id of the account the page shows, if any: another account's answer first forgets everything of this one. */
+let shownAccount: string | undefined;
+
+/** Empties and hides the cards that show a secret once (an API client's, a webhook's). */
+function forgetSecrets(): void {
+  const secret = byId("api-client-secret");
+  secret.hidden = true;
+  secret.replaceChildren();
+  forgetWebhookSecret();
+}
+
+/**
+ * Forgets everything of the account the page showed, and hides its panels: the secrets shown once (decisions §19,
+ * §22: never to another account), the lists, status lines and forms of the Account, Keys and Webhooks panels. On
+ * signing out, when the service says the session has ended, and when another account signs in on the same page:
+ * before, the next wallet to sign in was shown the last one's API client and webhook secrets, with a working Copy.
+ */
+function forgetAccount(): void {
+  shownAccount = undefined;
+  eligibleSchemas = ["*"];
+  forgetSecrets();
+  for (const id of ["account-summary", "subject-list", "api-client-list", "authorization-list"]) byId(id).replaceChildren();
+  for (const id of ["subject-status", "api-client-status", "authorization-status", "witness-status", "review-status"]) setStatus(id, "", "");
+  for (const id of ["subject-form", "api-client-form", "witness-form", "review-form"]) byId<HTMLFormElement>(id).reset();
+  byId("account-panel").hidden = true;
+  forgetKeys();
+  forgetWebhooks();
+}
+
 export async function refreshAccount(): Promise<void> {
   const [overview, subjects] = await Promise.all([fetchAccount(api), listSubjects(api)]);
+  if (shownAccount !== undefined && shownAccount !== overview.account.id) forgetAccount();
+  shownAccount = overview.account.id;
   eligibleSchemas = overview.subscription.eligibleSchemas;
   setSessionWallet(overview.wallets[0]?.address);
   const s = overview.subscription;
@@ -144,18 +175,25 @@ export function setUpAccount(): void {
     () => setStatus("account-status", "", "Signed in from an earlier visit; sign in again with your wallet to sign reviews and key bindings."),
     () => undefined,
   );
-  byId("sign-out").addEventListener("click", () =>
+  const signedOut = () => {
+    setSigner(undefined);
+    setSessionWallet(undefined);
+    forgetAccount();
+  };
+  // A 401 from the service: the session is gone (signed out elsewhere, expired, its cookie cleared).
+  whenSessionEnds((error) => {
+    signedOut();
+    setStatus("account-status", "error", describeError(error));
+  });
+  byId("sign-out").addEventListener("click", () => {
+    // The secrets go at once, whatever the service answers: whoever clicked is leaving the page.
+    forgetSecrets();
     void busy(null, "account-status", "Signing out…", async () => {
       await signOutSession(api);
-      setSigner(undefined);
-      setSessionWallet(undefined);
-      byId("account-panel").hidden = true;
-      byId("keys-panel").hidden = true;
-      byId("keys-signed-out").hidden = false;
-      byId("webhooks-panel").hidden = true;
-      byId("webhooks-signed-out").hidden = false;
+      signedOut();
       return "Signed out";
-    }));
+    });
+  });
 
   const subjectForm = byId<HTMLFormElement>("subject-form");
   const subjectDid = () => siteOf(byId<HTMLInputElement>("subject-did").value);

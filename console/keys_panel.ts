@@ -106,6 +106,15 @@ export async function refreshKeys(): Promise<void> {
       ))));
 }
 
+/** Forgets the account the panel showed (signed out, or another account signed in): its keys, status line and form. */
+export function forgetKeys(): void {
+  byId("key-list").replaceChildren();
+  setStatus("key-status", "", "");
+  byId<HTMLFormElement>("key-form").reset();
+  byId("keys-panel").hidden = true;
+  byId("keys-signed-out").hidden = false;
+}
+
 export function setUpKeys(): void {
   const checkForm = byId<HTMLFormElement>("key-check-form");
   checkForm.addEventListener("submit", (event) => {

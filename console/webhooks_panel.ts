@@ -100,10 +100,7 @@ function showSecret(title: string, secret: string, note: string, after: string):
   const card = byId("webhook-secret");
   byId(after).after(card);
   const done = h("button", { type: "button", class: "secondary", id: "webhook-secret-done" }, "I have copied it");
-  done.addEventListener("click", () => {
-    card.hidden = true;
-    card.replaceChildren();
-  });
+  done.addEventListener("click", forgetWebhookSecret);
   card.replaceChildren(
     h("h4", {}, title),
     h("p", { class: "box warn", id: "webhook-secret-note" }, h("strong", {}, "Shown once: copy it now. "), note),
@@ -192,6 +189,30 @@ export async function refreshWebhooks(): Promise<void> {
   // The endpoint shown keeps its deliveries, with its card's current state.
   const current = shown === undefined ? undefined : endpoints.find((e) => e.id === shown!.endpoint.id);
   if (shown !== undefined && current !== undefined) shown.endpoint = current;
+}
+
+/** Empties and hides the webhook secret card (a secret is shown once, to its own account: decisions §22). */
+export function forgetWebhookSecret(): void {
+  const card = byId("webhook-secret");
+  card.hidden = true;
+  card.replaceChildren();
+}
+
+/**
+ * Forgets the account the panel showed (signed out, or another account signed in on the page): its secret, its
+ * endpoints, the deliveries shown (a test event's watch stops), the status lines and the form, and hides the panel.
+ */
+export function forgetWebhooks(): void {
+  forgetWebhookSecret();
+  shown = undefined;
+  watching++;
+  renderDeliveries();
+  byId("webhook-list").replaceChildren();
+  setStatus("webhook-status", "", "");
+  setStatus("webhook-form-status", "", "");
+  byId<HTMLFormElement>("webhook-form").reset();
+  byId("webhooks-panel").hidden = true;
+  byId("webhooks-signed-out").hidden = false;
 }
 
 /** A DID or a domain (made a did:web) as typed; anything else goes as typed, for the service to refuse by name. */

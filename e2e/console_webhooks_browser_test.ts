@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { Webhook } from "standardwebhooks";
 import type { Hex } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { ANVIL_DEV_KEYS } from "../adapters/devnet/mod.ts";
 import type { Service } from "../app/service.ts";
 import { freePort, type Stack, startStack } from "./harness.ts";
@@ -257,5 +257,96 @@ describeBrowser("the console's Webhooks section in a browser", () => {
     expect(refused).toHaveLength(1);
     expect(problems).toEqual([]);
     await page.context().close();
+  }, 180_000);
+});
+
+describeBrowser("the console forgets an account's secrets when it signs out, and never shows them to the next", () => {
+  test("Alice's API client and webhook secrets and status lines are gone after she signs out, for Bob on the same page, after an account change and after the session ends", async () => {
+    const alice = privateKeyToAccount(generatePrivateKey());
+    const bob = privateKeyToAccount(generatePrivateKey());
+    const answers = new Map([[alice, walletAnswers(alice)], [bob, walletAnswers(bob)]]);
+    let wallet = alice;
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on("pageerror", (error) => problems.push(`pageerror: ${error.message}`));
+    await injectWallet(page, (method, params) => answers.get(wallet)!(method, params));
+    await page.goto(`${service.url}/#account`);
+    await page.waitForSelector("html[data-ready=true]");
+    /** Signs in with `who` on this page, without a reload, and waits for the page to say so. */
+    const signIn = async (who: typeof alice) => {
+      wallet = who;
+      await page.click('#wallet-list button[data-wallet="test.ats.wallet"]');
+      await page.waitForFunction((text) => document.getElementById("account-status")!.textContent === text, `Signed in as ${who.address}`, { timeout: DEADLINE_MS });
+    };
+    /** Creates an API client on the Account tab; its secret as the page shows it. */
+    const createClient = async (name: string) => {
+      await page.goto(`${service.url}/#account`);
+      await page.fill("#api-client-name", name);
+      await page.click('#api-client-form button[type="submit"]');
+      await page.waitForFunction((text) => document.getElementById("api-client-status")!.textContent!.startsWith(text), `Created ${name} `, { timeout: DEADLINE_MS });
+      return { id: await page.locator("#api-client-new-id").innerText(), secret: await page.locator("#api-client-new-secret").innerText() };
+    };
+    /** What the page holds of secrets and per-account lines: the DOM's text, hidden parts included. */
+    const held = async () => ({
+      apiSecretCard: [await page.locator("#api-client-secret").isVisible(), await page.locator("#api-client-secret").textContent()],
+      webhookSecretCard: [await page.locator("#webhook-secret").isVisible(), await page.locator("#webhook-secret").textContent()],
+      apiClientStatus: await page.locator("#api-client-status").textContent(),
+      webhookFormStatus: await page.locator("#webhook-form-status").textContent(),
+    });
+    const nothingHeld = { apiSecretCard: [false, ""], webhookSecretCard: [false, ""], apiClientStatus: "", webhookFormStatus: "" };
+
+    await signIn(alice);
+    const aliceClient = await createClient("alice ci");
+    await page.goto(`${service.url}/#webhooks`);
+    await page.fill("#webhook-url", "http://127.0.0.1:9/alice-hook");
+    await page.click('#webhook-form button[type="submit"]');
+    expect(await statusOf(page, "webhook-form-status")).toBe("Added http://127.0.0.1:9/alice-hook");
+    const aliceWebhookSecret = await page.locator("#webhook-new-secret").innerText();
+    expect(aliceWebhookSecret).toStartWith("whsec_");
+
+    // Alice signs out: nothing of hers stays in the page, hidden or not.
+    await page.goto(`${service.url}/#account`);
+    await page.click("#sign-out");
+    await page.waitForFunction(() => document.getElementById("account-status")!.textContent === "Signed out", undefined, { timeout: DEADLINE_MS });
+    const aliceLeft = [aliceClient.id, aliceClient.secret, aliceWebhookSecret, "alice ci", "alice-hook"];
+    const inPage = async (values: string[]) => {
+      const html = await page.content();
+      return values.filter((value) => html.includes(value));
+    };
+    expect(await inPage(aliceLeft)).toEqual([]);
+    expect(await held()).toEqual(nothingHeld);
+
+    // Bob signs in on the same page (no reload): his account, never Alice's secrets or status lines.
+    await signIn(bob);
+    expect(await page.locator("#account-panel").isVisible()).toBe(true);
+    expect(await page.locator("#api-clients-none").innerText()).toBe("No API clients yet.");
+    expect(await held()).toEqual(nothingHeld);
+    expect(await inPage(aliceLeft)).toEqual([]);
+    await screenshots(page, "console-next-account-after-sign-out-account");
+    await page.goto(`${service.url}/#webhooks`);
+    await page.waitForSelector("#webhooks-panel:not([hidden])");
+    expect(await page.locator("#webhooks-none").innerText()).toBe("No endpoints yet: add one below.");
+    expect(await held()).toEqual(nothingHeld);
+    await screenshots(page, "console-next-account-after-sign-out");
+
+    // Another account signs in over Bob's session, without signing out: Bob's secret goes.
+    const bobClient = await createClient("bob ci");
+    expect(await page.locator("#api-client-secret").isVisible()).toBe(true);
+    await signIn(alice);
+    expect(await inPage([bobClient.id, bobClient.secret, "bob ci"])).toEqual([]);
+    expect(await held()).toEqual(nothingHeld);
+
+    // The session ends under the page (its cookie cleared): the service's 401 at the next action signs the page out.
+    const again = await createClient("alice again");
+    await context.clearCookies();
+    await page.fill("#api-client-name", "refused");
+    await page.click('#api-client-form button[type="submit"]');
+    await page.waitForFunction(() => document.getElementById("account-panel")!.hidden, undefined, { timeout: DEADLINE_MS });
+    expect(await page.locator("#account-status").innerText()).toStartWith("UNAUTHENTICATED: your session has ended");
+    expect(await inPage([again.id, again.secret, "alice again", "alice-hook"])).toEqual([]);
+    expect(await held()).toEqual(nothingHeld);
+    expect(problems).toEqual([]);
+    await context.close();
   }, 180_000);
 });
