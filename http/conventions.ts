@@ -187,11 +187,27 @@ function moveHeaders(responseValue: unknown, set: { status?: unknown; cookie?: u
   }
 }
 
+/**
+ * A path parameter Elysia cannot percent-decode (`%ff`, a cut `%E0%A4%A`) reaches its route as null, which no
+ * route's `params` admits (a bug answered 500): it is given back as the segment as sent, which names nothing, so
+ * the route answers as for any other unknown id (404 `CLIENT_NOT_FOUND`, `WEBHOOK_NOT_FOUND`, ...).
+ */
+function undecodedParams(params: Record<string, string | null | undefined> | undefined, route: string, request: Request): void {
+  if (params === undefined) return;
+  let segments: string[] | undefined;
+  for (const name in params) {
+    if (params[name] !== null) continue;
+    segments ??= pathOf(request.url).split("/");
+    params[name] = segments[route.split("/").indexOf(`:${name}`)] ?? "";
+  }
+}
+
 /** Gives `app` the shared conventions' hooks; the routes mounted after it follow them. */
 export function withConventions(app: Elysia, options: ConventionsOptions): Elysia {
   const state: Conventions = { app, served: undefined, origins: new Set(options.origins ?? []), started: new WeakMap(), log: options.log };
   return app
     .onRequest(({ request, set }) => guard(state, request, set))
+    .onTransform({ as: "global" }, ({ params, route, request }) => undecodedParams(params, route, request))
     .onError(({ code, error, request }) => answerError(state, code, error, request))
     .onAfterHandle({ as: "global" }, ({ responseValue, set }) => moveHeaders(responseValue, set)) as unknown as Elysia;
 }

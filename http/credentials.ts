@@ -107,6 +107,16 @@ export async function authenticateRequest(
 }
 
 /**
+ * The 403 `insufficient_scope` of a route for a signed-in person only, to a request carrying a bearer token: no scope
+ * of an access token grants it (with the challenge naming `resource`, when bearer tokens are served).
+ */
+export function sessionOnlyRefusal(resource: string | undefined): Response {
+  const message = "This route is for a signed-in person: no access token scope grants it; sign in with a wallet (a session)";
+  const headers: Record<string, string> = resource === undefined ? {} : { "www-authenticate": bearerChallenge(resource, { code: "insufficient_scope" }) };
+  return json(errorBody("insufficient_scope", message), 403, headers);
+}
+
+/**
  * A route for a signed-in person only (the account's API clients and consents, the plan's purchase, the display name):
  * the session's caller; a request with no session is 401 `UNAUTHENTICATED` with the `WWW-Authenticate` challenge every
  * 401 carries (decisions §13 amended, §19), and one carrying a bearer token is 403 `insufficient_scope`: no scope of an
@@ -117,11 +127,7 @@ export async function sessionOnly(
   deps: { readonly sessions: Sessions; readonly bearer?: BearerAccess | undefined },
 ): Promise<{ readonly ok: true; readonly caller: Caller & { readonly via: "session" } } | { readonly ok: false; readonly response: Response }> {
   const resource = deps.bearer?.resource;
-  if (carriesBearer(request)) {
-    const message = "This route is for a signed-in person: no access token scope grants it; sign in with a wallet (a session)";
-    const headers: Record<string, string> = resource === undefined ? {} : { "www-authenticate": bearerChallenge(resource, { code: "insufficient_scope" }) };
-    return { ok: false, response: json(errorBody("insufficient_scope", message), 403, headers) };
-  }
+  if (carriesBearer(request)) return { ok: false, response: sessionOnlyRefusal(resource) };
   const auth = await deps.sessions.authenticate(sessionTokenOf(request));
   if (auth.ok) return { ok: true, caller: { via: "session", account: auth.value.account, session: auth.value.session } };
   return { ok: false, response: unauthenticated(resource, auth.message) };

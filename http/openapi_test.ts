@@ -511,3 +511,39 @@ describe("the relays publish every 5xx their routes answer", () => {
     expect(published.paths["/api/private/relay/eas/delegated-attest/batch"]?.post?.responses["503"]?.description).toContain("OUTCOME_UNKNOWN");
   });
 });
+
+describe("path parameters and credentials the routes refuse as they publish", () => {
+  test("a path parameter that does not percent-decode (%ff, a cut escape) names nothing: 404 with the route's own code, never 500", async () => {
+    const { app } = everyRouteApp();
+    const answers: unknown[] = [];
+    for (const path of ["/api/private/oauth/clients/%ff", "/api/private/oauth/clients/%E0%A4%A", "/api/private/oauth/authorizations/%ff"]) {
+      const res = await app.handle(new Request(`http://localhost${path}`, { method: "DELETE", headers: { origin: ORIGIN, cookie: SIGNED_IN } }));
+      answers.push([path, res.status, ((await res.json()) as { code: string }).code]);
+    }
+    expect(answers).toEqual([
+      ["/api/private/oauth/clients/%ff", 404, "CLIENT_NOT_FOUND"],
+      ["/api/private/oauth/clients/%E0%A4%A", 404, "CLIENT_NOT_FOUND"],
+      ["/api/private/oauth/authorizations/%ff", 404, "AUTHORIZATION_NOT_FOUND"],
+    ]);
+  });
+
+  test("signing out with an access token is 403 insufficient_scope as on every session-only route, never a success that revoked nothing", async () => {
+    const { app } = everyRouteApp();
+    const answers: unknown[] = [];
+    for (const path of ["/v1/session/logout", "/api/private/session/logout"]) {
+      for (const headers of [{ authorization: "Bearer some-access-token" }, { authorization: "Bearer some-access-token", cookie: SIGNED_IN, origin: ORIGIN }] as Record<string, string>[]) {
+        const res = await app.handle(new Request(`http://localhost${path}`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: "{}" }));
+        answers.push([path, res.status, ((await res.json()) as { code: string }).code, res.headers.get("set-cookie")]);
+      }
+    }
+    expect(answers).toEqual([
+      ["/v1/session/logout", 403, "insufficient_scope", null],
+      ["/v1/session/logout", 403, "insufficient_scope", null],
+      ["/api/private/session/logout", 403, "insufficient_scope", null],
+      ["/api/private/session/logout", 403, "insufficient_scope", null],
+    ]);
+    // A session's own sign-out is unchanged.
+    const res = await app.handle(new Request("http://localhost/v1/session/logout", { method: "POST", headers: { "content-type": "application/json", cookie: SIGNED_IN, origin: ORIGIN }, body: "{}" }));
+    expect([res.status, await res.json()]).toEqual([200, { success: true }]);
+  });
+});

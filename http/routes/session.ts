@@ -12,7 +12,7 @@ import { REQUEST_MODELS } from "../models.ts";
 import { compileRequestCheck, readBodyText, requestDetail } from "./request.ts";
 import { bootstrapSubject, DEFAULT_CLIENT_ID, sessionId, walletDid } from "../../domain/accounts/mod.ts";
 import type { ClientAddressOf } from "../../ports/request_context.ts";
-import { authenticateRequest, type BearerAccess, type Caller } from "../credentials.ts";
+import { authenticateRequest, type BearerAccess, type Caller, carriesBearer, sessionOnlyRefusal } from "../credentials.ts";
 import type { Idempotency } from "../../domain/idempotency/mod.ts";
 
 /** The session cookie's name. */
@@ -203,7 +203,11 @@ export function sessionRoutes(deps: SessionRoutesDeps) {
     });
   };
 
+  // Signing out ends a session (the cookie's); an access token is ended by its client at /oauth/revoke, or by deleting
+  // the API client: a request carrying one is refused as on every session-only route, never answered a success that
+  // revoked nothing (decisions §19).
   const logout = async ({ request }: { request: Request }) => {
+    if (carriesBearer(request)) return sessionOnlyRefusal(deps.bearer?.resource);
     await deps.sessions.logout(tokenOf(request));
     return json({ success: true }, 200, {
       "set-cookie": `${SESSION_COOKIE}=; ${cookieAttributes(new Date(0).toUTCString(), 0)}`,

@@ -1,7 +1,7 @@
 /** The declarations of the session routes (sign-in, the session, signing out) and the controller witness with its paid alias, beside http/routes/session.ts. */
 import { IgnoredBody, REQUEST_MODELS, SuccessModel, type RouteDoc, Bytes32, AccountModel } from "../models.ts";
 import { CACHE } from "../http_cache.ts";
-import { err, NOT_JSON, ORIGIN, TOO_LARGE, UNAUTHENTICATED_OFFERED, X402_PAID_REFUSALS, X402_REFUSALS } from "../route_responses.ts";
+import { err, NOT_JSON, ORIGIN, SESSION_ONLY_CHANGE, TOO_LARGE, UNAUTHENTICATED_OFFERED, X402_PAID_REFUSALS, X402_REFUSALS } from "../route_responses.ts";
 import { Type as t } from "@sinclair/typebox";
 
 const WalletModel = t.Object({
@@ -130,9 +130,9 @@ export const LOGOUT_DOCS: readonly RouteDoc[] = [
     paths: ["/v1/session/logout", "/api/private/session/logout"],
     auth: "session-optional",
     cache: CACHE.private,
-    summary: "Revokes the session and clears the cookie",
+    summary: "Revokes the session and clears the cookie; a request carrying an access token is refused (an access token ends at /oauth/revoke)",
     body: { schema: IgnoredBody, required: false },
-    responses: { 200: { description: "Signed out", schema: SuccessModel }, 403: err("ORIGIN_NOT_ALLOWED"), 413: TOO_LARGE, 415: err("UNSUPPORTED_MEDIA_TYPE") },
+    responses: { 200: { description: "Signed out", schema: SuccessModel }, 403: SESSION_ONLY_CHANGE, 413: TOO_LARGE, 415: err("UNSUPPORTED_MEDIA_TYPE") },
   },
 ];
 
