@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ConfigError, readConfig, withBoundPort } from "./config.ts";
+import { ConfigError, privateOriginsOf, readConfig, withBoundPort } from "./config.ts";
 
 describe("readConfig()", () => {
   test("defaults to the embedded devnet on 127.0.0.1:8080, testnet setting", () => {
@@ -225,5 +225,16 @@ describe("withBoundPort()", () => {
     expect(named.accounts.siweDomains).toEqual(["ats.example.com", "127.0.0.1:41234", "localhost:41234"]);
     const listed = withBoundPort(readConfig({ PORT: "0", SIWE_DOMAINS: "app.example" }), 41234);
     expect(listed.accounts.siweDomains).toEqual(["app.example"]);
+  });
+});
+
+describe("privateOriginsOf()", () => {
+  test("the private routes' origins: the public origin and CORS_ORIGINS; without PUBLIC_BASE_URL also http://localhost:PORT, which SIWE_DOMAINS' default names", () => {
+    expect(privateOriginsOf(readConfig({}).server)).toEqual(["http://127.0.0.1:8080", "http://localhost:8080"]);
+    expect(privateOriginsOf(readConfig({ CORS_ORIGINS: "https://app.example" }).server)).toEqual(["http://127.0.0.1:8080", "http://localhost:8080", "https://app.example"]);
+    expect(privateOriginsOf(withBoundPort(readConfig({ PORT: "0" }), 41234).server)).toEqual(["http://127.0.0.1:41234", "http://localhost:41234"]);
+    // PUBLIC_BASE_URL set: nothing more than before (its origin and CORS_ORIGINS).
+    expect(privateOriginsOf(readConfig({ PUBLIC_BASE_URL: "https://ats.example.com" }).server)).toEqual(["https://ats.example.com"]);
+    expect(privateOriginsOf(readConfig({ PUBLIC_BASE_URL: "https://ats.example.com", CORS_ORIGINS: "https://app.example" }).server)).toEqual(["https://ats.example.com", "https://app.example"]);
   });
 });

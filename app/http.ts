@@ -9,7 +9,7 @@ import { httpCacheSettings } from "../http/http_cache.ts";
 import { systemClock } from "../adapters/system/mod.ts";
 import { createRateLimiter, type RateLimiter } from "../domain/rate_limit.ts";
 import type { WiredAccounts } from "./accounts.ts";
-import type { Config } from "./config.ts";
+import { type Config, privateOriginsOf } from "./config.ts";
 import type { WiredDelegation } from "./delegation.ts";
 import type { WiredDiscovery, wireWitness } from "./discovery.ts";
 import { type Foundation, servedTrustAnchors } from "./foundation.ts";
@@ -208,7 +208,7 @@ function appDeps(config: HttpConfig, f: Foundation, c: Capabilities, stopping: (
     console: { bundle: loadConsoleBundle, settings: { chainId, chainName: chain.name, serviceDnsLabel: config.discovery.serviceDnsLabel } },
     widgets: { bundle: loadWidgetBundle },
     interactions: { ...c.interactions, clientAddress: requestClientAddress },
-    privateOrigins: [...new Set([new URL(config.server.publicBaseUrl).origin, ...config.server.corsOrigins])],
+    privateOrigins: privateOriginsOf(config.server),
     controller: { discover: c.discovery.confirmDiscover, confirm: c.discovery.confirm },
     artifactTrust: c.artifactTrust,
     artifactTrustClientAddress: requestClientAddress,

@@ -450,3 +450,27 @@ describeBrowser("the console in a browser", () => {
     await page.context().close();
   }, 120_000);
 });
+
+describeBrowser("the console opened at http://localhost:PORT", () => {
+  test("signs in and out there too (SIWE_DOMAINS' default names localhost:PORT); another localhost port is still refused", async () => {
+    const local = service.url.replace("//127.0.0.1:", "//localhost:");
+    expect(local).toStartWith("http://localhost:");
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    await injectWallet(page, walletAnswers(user));
+    await page.goto(`${local}/#account`);
+    await page.waitForSelector("html[data-ready=true]");
+    await page.click('button[data-wallet="test.ats.wallet"]');
+    expect(await statusOf(page, "account-status")).toBe(`Signed in as ${user.address}`);
+    await page.click("#sign-out");
+    await page.waitForFunction(() => document.getElementById("account-status")!.textContent === "Signed out");
+    await context.close();
+    // The CSRF guard is otherwise as it was: a page on another port of localhost is another origin.
+    const elsewhere = await fetch(`${service.url}/v1/session/wallet/challenge`, {
+      method: "POST",
+      headers: { origin: "http://localhost:1", "content-type": "application/json" },
+      body: JSON.stringify({ walletDid: userDid, domain: new URL(local).host, uri: `${local}/` }),
+    });
+    expect([elsewhere.status, ((await elsewhere.json()) as { code: string }).code]).toEqual([403, "ORIGIN_NOT_ALLOWED"]);
+  }, 60_000);
+});

@@ -26,6 +26,7 @@ export { attestationChains, type ChainConfig, type ChainRole, type ChainsConfig,
 export type { AccountsConfig, DiscoveryConfig, IndexConfig, KeysConfig, McpConfig, OAuthConfig, RelaysConfig, ServerConfig, SignersConfig, StorageConfig };
 export type { WebhooksConfig, WidgetsConfig, X402Config };
 export { DEVNET_X402_PRICES } from "./x402.ts";
+export { privateOriginsOf } from "./server.ts";
 
 /** The service's configuration: one section per capability. */
 export type Config = {

@@ -41,6 +41,17 @@ export function defaultPublicBaseUrl(host: string, port: number): string {
   return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
 }
 
+/**
+ * The origins the private routes take with credentials (their CORS and CSRF guard, http/conventions.ts): the public
+ * origin and `CORS_ORIGINS`. With `PUBLIC_BASE_URL` left at its default (a local start), also `http://localhost:PORT`,
+ * the other page `SIWE_DOMAINS`' default signs in from (app/config/accounts.ts): before, the console opened there was
+ * refused its sign-in (403 `ORIGIN_NOT_ALLOWED`). Nothing wider, and nothing more once `PUBLIC_BASE_URL` is set.
+ */
+export function privateOriginsOf(server: Pick<ServerConfig, "host" | "port" | "publicBaseUrl" | "corsOrigins">): string[] {
+  const local = server.publicBaseUrl === defaultPublicBaseUrl(server.host, server.port) ? [`http://localhost:${server.port}`] : [];
+  return [...new Set([new URL(server.publicBaseUrl).origin, ...local, ...server.corsOrigins])];
+}
+
 /** Where the service listens (`PORT`, `HOST`, `PUBLIC_BASE_URL`) and how it treats requests. */
 export type ServerConfig = Static<typeof ServerSection>;
 
